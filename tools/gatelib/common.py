@@ -1,0 +1,122 @@
+"""Shared helpers: errors, paths, running commands with progress and a bound."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class GateError(Exception):
+    """Bad input or a broken step: reported as one line, non-zero exit."""
+
+
+class StepTimeout(GateError):
+    """A bounded step (build, guest) ran past its bound and was killed."""
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def cache_dir(override=None):
+    """The cache (tree, build dirs, ccache): flag, then $PMD_GATE_CACHE, then ~/.cache."""
+    path = override or os.environ.get("PMD_GATE_CACHE")
+    if not path:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        path = os.path.join(base, "pmd-ptlock-gate")
+    path = os.path.abspath(path)
+    if path == REPO or path.startswith(REPO + os.sep):
+        if not path.startswith(os.path.join(REPO, ".cache")):
+            raise GateError(f"cache dir {path} is inside the repo: use .cache/ (ignored) or a dir outside")
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, f".write-probe-{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.unlink(probe)
+    except OSError as e:
+        raise GateError(f"cache dir {path} is not writable: {e.strerror}") from None
+    return path
+
+
+def git(tree, *args, check=True, capture=True, env=None):
+    """Run git in tree with a fixed identity (CI may have none configured)."""
+    full_env = dict(os.environ)
+    full_env.update({
+        "GIT_AUTHOR_NAME": "pmd-ptlock gate", "GIT_AUTHOR_EMAIL": "gate@localhost",
+        "GIT_COMMITTER_NAME": "pmd-ptlock gate", "GIT_COMMITTER_EMAIL": "gate@localhost",
+    })
+    if env:
+        full_env.update(env)
+    r = subprocess.run(["git", "-C", tree, *args], env=full_env, text=True,
+                       stdout=subprocess.PIPE if capture else None,
+                       stderr=subprocess.PIPE if capture else None)
+    if check and r.returncode != 0:
+        err = (r.stderr or "").strip().splitlines()
+        raise GateError(f"git {' '.join(args[:2])} failed in {tree}: {err[-1] if err else r.returncode}")
+    return r
+
+
+def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, echo=False):
+    """Run cmd with output into log_path, printing a progress line every `heartbeat` s.
+
+    The command runs in its own process group; past `timeout` seconds the whole
+    group (make, qemu, ...) is killed and StepTimeout is raised. Returns the exit
+    code otherwise.
+    """
+    start = time.monotonic()
+    last_line = [""]
+    with open(log_path, "w", errors="replace") as log:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+        def pump():
+            for raw in iter(proc.stdout.readline, b""):
+                line = raw.decode("utf-8", "replace")
+                log.write(line)
+                log.flush()
+                if line.strip():
+                    last_line[0] = line.strip()
+                if echo:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        next_beat = heartbeat
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=1)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                elapsed = time.monotonic() - start
+                if elapsed > timeout:
+                    kill_group(proc)
+                    reader.join(5)
+                    raise StepTimeout(f"{label}: no end after {int(timeout)} s, killed (log: {log_path})")
+                if heartbeat and elapsed >= next_beat:
+                    say(f"  {label}: {int(elapsed)} s  {last_line[0][:90]}")
+                    next_beat += heartbeat
+        except KeyboardInterrupt:
+            kill_group(proc)
+            raise
+        reader.join(5)
+    return proc.returncode
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+    except ProcessLookupError:
+        pass

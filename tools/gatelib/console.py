@@ -1,0 +1,53 @@
+"""Scan a guest console for kernel reports that fail the gate on their own,
+even when every test passed."""
+
+import re
+
+from .ktap import TIMESTAMP
+
+# (id, pattern): each a report the kernel prints only when something is wrong.
+PATTERNS = [
+    ("pgtables-leak", re.compile(r"non-zero pgtables_bytes")),
+    ("bug", re.compile(r"\bBUG:")),
+    ("kernel-bug", re.compile(r"kernel BUG at")),
+    ("warning", re.compile(r"\bWARNING:")),
+    ("lockdep", re.compile(r"possible recursive locking detected|possible circular locking dependency"
+                           r"|inconsistent lock state|possible irq lock inversion|"
+                           r"suspicious RCU usage|lock held when returning to user space|"
+                           r"INFO: trying to register non-static key|DEBUG_LOCKS_WARN_ON")),
+    ("panic", re.compile(r"Kernel panic")),
+    ("oops", re.compile(r"\bOops\b|general protection fault|Unable to handle kernel|"
+                        r"stack-protector: Kernel stack is corrupted")),
+    ("bad-page", re.compile(r"Bad page (state|map)|Bad rss-counter|page_table_check")),
+    ("list-corruption", re.compile(r"list_(add|del) corruption")),
+    ("stall", re.compile(r"soft lockup|hard LOCKUP|rcu: INFO: .* detected stalls|"
+                         r"blocked for more than \d+ seconds")),
+    ("sanitizer", re.compile(r"UBSAN:|KASAN:|KFENCE:|kmemleak: .* new suspected")),
+]
+
+# Lines that name the patterns without being reports (our own TAP output).
+TAP_LINE = re.compile(r"^\s*(#|ok\b|not ok\b|K?TAP version|1\.\.)")
+
+
+def scan(text, source):
+    """Findings as (id, source, line number, line) for every matching console line."""
+    findings = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = TIMESTAMP.sub("", raw.rstrip("\r"))
+        if TAP_LINE.match(line):
+            continue
+        for pid, pat in PATTERNS:
+            if pat.search(line):
+                findings.append((pid, source, n, line.strip()))
+                break
+    return findings
+
+
+def results(text, source):
+    """Gate rows (suite, name, status, reason): one per finding, or one clean pass."""
+    found = scan(text, source)
+    if not text.strip():
+        return [(source, "console captured", "fail", "the console log is empty")]
+    if not found:
+        return [(source, "console clean", "pass", "")]
+    return [(source, f"{pid} (line {n})", "fail", line[:200]) for pid, _src, n, line in found]

@@ -1,0 +1,195 @@
+"""Parse nested KTAP/TAP as KUnit and kselftest print it.
+
+Nesting is by indentation (KUnit: four spaces a level) or by "# " prefixes
+(kselftest's runner wraps each test's own TAP that way). The parser builds a
+tree of tests; results() flattens it into the gate's result rows. A plan
+that was not met (a crash or hang mid-suite) is a failure, never a pass.
+"""
+
+import re
+
+TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
+VERSION = re.compile(r"^(K?TAP) version \d+\s*$")
+PLAN = re.compile(r"^1\.\.(\d+)")
+RESULT = re.compile(r"^(not ok|ok)\s+(\d+)(?:\s+-)?\s*(.*?)\s*(?:#\s*(SKIP|TODO)\b[:\s]*(.*))?$", re.I)
+SUBTEST = re.compile(r"^#\s*Subtest:\s*(.*)$")
+
+
+class Node:
+    def __init__(self, name="", depth=0):
+        self.name = name
+        self.depth = depth
+        self.plan = None
+        self.status = None      # "pass" | "fail" | "skip" | None (no result line)
+        self.reason = ""
+        self.children = []
+        self.diag = []          # "# ..." lines seen at this level since the last result
+
+    def __repr__(self):
+        return f"Node({self.name!r}, {self.status}, {len(self.children)} children)"
+
+
+def _strip(line):
+    line = line.rstrip("\r\n")
+    line = TIMESTAMP.sub("", line)
+    return line
+
+
+def _is_tap(body):
+    return bool(VERSION.match(body) or PLAN.match(body) or RESULT.match(body))
+
+
+def _depth_and_body(line, hash_nesting):
+    """(depth, body) of a line: by 4-space indents, or with hash_nesting by '# '
+    prefixes (a TAP line under N prefixes is at depth N; a comment under N
+    prefixes is a diagnostic at depth N - 1)."""
+    depth = 0
+    body = line
+    while body.startswith("    ") or body.startswith("\t"):
+        body = body[4:] if body.startswith("    ") else body[1:]
+        depth += 1
+    if hash_nesting:
+        n = 0
+        rest = body
+        while rest.startswith("# ") or rest == "#":
+            rest = rest[2:]
+            n += 1
+        if n and _is_tap(rest.strip()):
+            return depth + n, rest.strip()
+        if n > 1:
+            return depth + n - 1, "# " + rest.strip()
+    return depth, body
+
+
+def parse(text, hash_nesting=False):
+    """Parse console text; return the root Node (its children: top-level tests)."""
+    root = Node("root", -1)
+    stack = [root]          # stack[d] is the test whose own lines are at depth d
+    started = False
+    base_depth = 0
+    for raw in text.splitlines():
+        line = _strip(raw)
+        if not started:
+            m = re.search(r"K?TAP version \d+\s*$", line)
+            if not m:
+                continue
+            # Console noise may precede the version marker on the same line.
+            started = True
+            pre = line[:m.start()]
+            base_depth = _depth_and_body(pre, hash_nesting)[0] if pre.strip() == "" else 0
+            continue
+        depth, body = _depth_and_body(line, hash_nesting)
+        depth -= base_depth
+        if depth < 0:
+            continue
+        body = body.strip()
+        structural = _is_tap(body) or bool(SUBTEST.match(body))
+        if not structural:
+            # Diagnostics and console noise never open or close a subtest.
+            stack[min(depth, len(stack) - 1)].diag.append(body.lstrip("#").strip())
+            continue
+        # Keep the stack as deep as this line: a deeper line opens a subtest.
+        while len(stack) - 1 > depth:
+            stack.pop()
+        while len(stack) - 1 < depth:
+            child = Node("", len(stack) - 1)
+            stack[-1].children.append(child)
+            stack.append(child)
+        cur = stack[-1]
+        if VERSION.match(body):
+            if cur is not root and (cur.plan is not None or cur.children or cur.status):
+                # A sibling subtest starts without its predecessor's result line.
+                stack.pop()
+                child = Node("", depth)
+                stack[-1].children.append(child)
+                stack.append(child)
+            continue
+        pm = PLAN.match(body)
+        if pm:
+            cur.plan = int(pm.group(1))
+            continue
+        rm = RESULT.match(body)
+        if rm:
+            ok, _num, name, directive, reason = rm.groups()
+            status = "pass" if ok.lower() == "ok" else "fail"
+            if directive and directive.upper() == "SKIP":
+                status = "skip"
+            # An open subtest at this level with this name (or none yet) is this result.
+            node = None
+            for c in reversed(cur.children):
+                if c.status is None and c.name in (name, ""):
+                    node = c
+                    break
+            if node is None:
+                node = Node(name, depth + 1)
+                cur.children.append(node)
+            node.name = name
+            node.status = status
+            node.reason = (reason or "").strip()
+            if status == "fail":
+                node.reason = _failure_reason(node.diag + cur.diag) or node.reason
+            cur.diag = []
+            continue
+        sm = SUBTEST.match(body)
+        if cur is not root and cur.name == "":
+            cur.name = sm.group(1).strip()
+        else:
+            cur.diag.append(body.lstrip("#").strip())
+    return root
+
+
+def _failure_reason(diag):
+    """The first failed-expectation line and the one after it, else the last diagnostic."""
+    lines = [d for d in diag if d and not d.startswith("Subtest:")]
+    for i, d in enumerate(lines):
+        if "FAILED" in d or "failed" in d.lower():
+            return " / ".join(lines[i:i + 3])[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def check_plan(node):
+    """A plan with fewer results than promised: the names of the missing entries."""
+    if node.plan is None:
+        return None
+    got = len([c for c in node.children if c.status is not None])
+    if got < node.plan:
+        return f"{got} of {node.plan} results (crashed or hung before the rest)"
+    return None
+
+
+def kunit_results(root):
+    """Rows (suite, name, status, reason) for each KUnit case; params fold into their case."""
+    rows = []
+    tops = root.children
+    if not tops:
+        return rows
+    for suite in tops:
+        for case in suite.children:
+            status = case.status
+            reason = case.reason
+            if status is None:
+                status, reason = "fail", "no result line (crashed or hung)"
+            if case.children:
+                bad = [p.name for p in case.children if p.status == "fail"]
+                missing = check_plan(case)
+                if bad:
+                    status = "fail"
+                    reason = "failed params: " + ", ".join(bad) + (f"; {reason}" if reason else "")
+                elif missing:
+                    status, reason = "fail", missing
+            rows.append((suite.name, case.name, status, reason))
+        missing = check_plan(suite)
+        if missing:
+            rows.append((suite.name, "(suite incomplete)", "fail", missing))
+        if suite.status is None and not missing:
+            rows.append((suite.name, "(suite result)", "fail", "suite has no result line"))
+    missing = check_plan(root) if root.plan is not None else None
+    if missing:
+        rows.append(("(all)", "(run incomplete)", "fail", missing))
+    return rows
+
+
+def top_plan(text):
+    """The top-level plan count, for "nothing ran" detection."""
+    root = parse(text)
+    return root.plan

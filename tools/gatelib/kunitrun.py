@@ -1,0 +1,111 @@
+"""Build and run the KUnit suite with the tree's own kunit.py under QEMU."""
+
+import os
+import re
+import shlex
+import time
+
+from . import ccache, console, ktap
+from .common import GateError, StepTimeout, run_logged, say
+
+HANG = re.compile(r"timed out after (\d+) seconds")
+
+
+def qemu_args(accel, smp, extra):
+    """QEMU arguments the gate adds to kunit.py's x86_64 defaults."""
+    args = ["-smp", str(smp)]
+    if accel == "kvm":
+        args += ["-accel", "kvm", "-cpu", "host"]
+    else:
+        args += ["-accel", "tcg,thread=multi"]
+    return args + shlex.split(extra or "")
+
+
+def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout=300, accel="tcg",
+        smp=2, jobs=None, extra_qemu="", build_timeout=3600):
+    """Build, boot, parse. Returns (kunit rows, console rows, facts)."""
+    os.makedirs(build_dir, exist_ok=True)
+    os.makedirs(log_dir, exist_ok=True)
+    kunit_py = os.path.join(tree, "tools", "testing", "kunit", "kunit.py")
+    env = ccache.env(cache)
+    common_args = ["--arch=x86_64", f"--build_dir={build_dir}"]
+    jobs = jobs or os.cpu_count() or 2
+
+    build_log = os.path.join(log_dir, "kunit-build.log")
+    t0 = time.monotonic()
+    say(f"kunit: building ({build_dir}); log {build_log}")
+    rc = run_logged(["python3", kunit_py, "build", *common_args, f"--kunitconfig={kunitconfig}",
+                     f"--jobs={jobs}"], build_log, "kunit build", build_timeout, cwd=tree, env=env)
+    if rc != 0:
+        raise GateError(f"kunit build failed: {first_error(build_log)} (log: {build_log})")
+    facts = {"kunit_build_s": round(time.monotonic() - t0)}
+    facts.update(config_facts(os.path.join(build_dir, ".config")))
+
+    exec_log = os.path.join(log_dir, "kunit-exec.log")
+    cmd = ["python3", kunit_py, "exec", *common_args, "--raw_output=all", f"--timeout={timeout}"]
+    for a in qemu_args(accel, smp, extra_qemu):
+        cmd.append(f"--qemu_args={a}")
+    if filter_glob:
+        cmd.append(filter_glob)
+    say(f"kunit: booting under QEMU ({accel}, -smp {smp}, bound {timeout} s); log {exec_log}")
+    t0 = time.monotonic()
+    hung = None
+    try:
+        run_logged(cmd, exec_log, "kunit boot", timeout + 60, cwd=tree, env=env)
+    except StepTimeout as e:
+        hung = str(e)
+    facts["kunit_exec_s"] = round(time.monotonic() - t0)
+    with open(exec_log, errors="replace") as f:
+        out = f.read()
+    m = HANG.search(out)
+    if m and not hung:
+        hung = f"guest hung: killed after {m.group(1)} s"
+    log_path = os.path.join(build_dir, "test.log")
+    text = ""
+    if os.path.isfile(log_path) and os.path.getmtime(log_path) >= time.time() - facts["kunit_exec_s"] - 5:
+        with open(log_path, errors="replace") as f:
+            text = f.read()
+    rows = parse_rows(text)
+    if hung:
+        rows.append(("(guest)", "boot finished", "fail", hung))
+    cons = console.results(text, "kunit console")
+    return rows, cons, facts
+
+
+def parse_rows(text):
+    """KUnit rows from a console; a console with no KTAP at all is one failure."""
+    root = ktap.parse(text)
+    rows = ktap.kunit_results(root)
+    if root.plan is None and not rows:
+        return [("(kunit)", "KTAP output", "fail", "no KTAP in the console: the kernel did not run KUnit")]
+    if root.plan == 0 or (root.plan is not None and not rows):
+        return [("(kunit)", "any case ran", "fail", "KTAP plan 1..0: no suite matched or was built in")]
+    return rows
+
+
+def config_facts(config_path):
+    """The symbols that decide which locking design the kernel has."""
+    want = ["SPLIT_PTE_PTLOCKS", "SPLIT_PMD_PTLOCKS", "PREEMPT_RT", "PROVE_LOCKING", "NR_CPUS",
+            "TRANSPARENT_HUGEPAGE"]
+    facts = {k: "n" for k in want}
+    try:
+        with open(config_path) as f:
+            for line in f:
+                m = re.match(r"^CONFIG_([A-Z0-9_]+)=(.*)$", line.strip())
+                if m and m.group(1) in want:
+                    facts[m.group(1)] = m.group(2).strip('"')
+    except OSError:
+        pass
+    return facts
+
+
+def first_error(log_path):
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "no log"
+    for line in lines:
+        if re.search(r"\berror\b|Error \d|not found|ERROR", line):
+            return line.strip()[:200]
+    return lines[-1].strip()[:200] if lines else "no output"

@@ -1,0 +1,168 @@
+"""Generate the git format-patch series from kunit/, selftests/mm/ and series/.
+
+The commits are built with git plumbing in the cached tree's object store
+(a private index, no checkout), with a fixed identity and date, so the same
+sources on the same pristine tree give byte-identical patches: that is what
+the freshness check compares.
+"""
+
+import filecmp
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from .common import REPO, GateError, git
+from .tree import PRISTINE_TAG
+
+SERIES_DIR = os.path.join(REPO, "series")
+PATCH_DIR = os.path.join(REPO, "patches")
+AUTHOR = ("pmd-ptlock gate", "pmd-ptlock-gate@example.org")
+DATE = "2026-12-01T00:00:00+0000"
+SELFTEST_DIR = "tools/testing/selftests/mm"
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _append(text):
+    """Append text at the end of the file."""
+    def edit(old, path):
+        return (old if old.endswith("\n") else old + "\n") + text
+    return edit
+
+
+def _insert_after(anchor, text):
+    """Insert text after the first line equal to anchor; the anchor must exist."""
+    def edit(old, path):
+        lines = old.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.rstrip("\n") == anchor:
+                return "".join(lines[:i + 1]) + text + "".join(lines[i + 1:])
+        raise GateError(f"series: anchor {anchor!r} not found in {path}")
+    return edit
+
+
+def khugepaged_needs_fix(show):
+    src = show(f"{SELFTEST_DIR}/khugepaged.c")
+    return "KSFT_SKIP" in src and "kselftest.h" not in src
+
+
+def selftest_sources():
+    """Our selftests: every file under selftests/mm/ goes to the tree's mm dir."""
+    base = os.path.join(REPO, "selftests", "mm")
+    return sorted(os.path.relpath(p, base) for p in glob.glob(os.path.join(base, "*"))
+                  if os.path.isfile(p))
+
+
+def commits():
+    """The series, in order: (message file, condition, new files, edits)."""
+    return [
+        {
+            "msg": "0001-khugepaged-kselftest-h.msg",
+            "when": khugepaged_needs_fix,
+            "files": {},
+            "edits": {f"{SELFTEST_DIR}/khugepaged.c":
+                      _insert_after('#include "vm_util.h"', '#include "../kselftest.h"\n')},
+        },
+        {
+            "msg": "0002-kunit.msg",
+            "when": None,
+            "files": {"mm/pmd_ptlock_kunit.c": os.path.join(REPO, "kunit", "pmd_ptlock_kunit.c")},
+            "edits": {
+                "mm/Kconfig.debug": _append(_read(os.path.join(SERIES_DIR, "kunit.Kconfig"))),
+                "mm/Makefile": _append("obj-$(CONFIG_PMD_PTLOCK_KUNIT_TEST) += pmd_ptlock_kunit.o\n"),
+            },
+        },
+    ]
+
+
+def _commit_env():
+    return {
+        "GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
+        "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        "GIT_AUTHOR_DATE": DATE, "GIT_COMMITTER_DATE": DATE,
+    }
+
+
+def build_commits(tree):
+    """Create the series' commits on top of pristine; return the tip's sha."""
+    tmp = tempfile.mkdtemp(prefix="series-")
+    env = dict(_commit_env(), GIT_INDEX_FILE=os.path.join(tmp, "index"))
+    try:
+        parent = git(tree, "rev-parse", PRISTINE_TAG + "^{commit}").stdout.strip()
+        git(tree, "read-tree", parent, env=env)
+
+        def show(path):
+            r = git(tree, "show", f"{parent}:{path}", check=False)
+            if r.returncode != 0:
+                raise GateError(f"series: {path} is not in the pristine tree")
+            return r.stdout
+
+        def put(path, text, mode="100644"):
+            r = subprocess.run(["git", "-C", tree, "hash-object", "-w", "--stdin"], input=text,
+                               text=True, stdout=subprocess.PIPE, check=True)
+            git(tree, "update-index", "--add", "--cacheinfo", f"{mode},{r.stdout.strip()},{path}", env=env)
+
+        for c in commits():
+            if c["when"] and not c["when"](show):
+                continue
+            for dst, src in c["files"].items():
+                mode = "100755" if os.access(src, os.X_OK) else "100644"
+                put(dst, _read(src), mode)
+            for path, edit in c["edits"].items():
+                # Edits see the file as this series left it so far.
+                cur = git(tree, "cat-file", "blob", f":{path}", env=env, check=False)
+                old = cur.stdout if cur.returncode == 0 else show(path)
+                put(path, edit(old, path))
+            tree_sha = git(tree, "write-tree", env=env).stdout.strip()
+            msg = _read(os.path.join(SERIES_DIR, c["msg"])).rstrip("\n")
+            msg += f"\n\nSigned-off-by: {AUTHOR[0]} <{AUTHOR[1]}>\n"
+            r = subprocess.run(["git", "-C", tree, "commit-tree", tree_sha, "-p", parent, "-F", "-"],
+                               input=msg, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(os.environ, **env))
+            if r.returncode != 0:
+                raise GateError(f"series: commit-tree failed: {r.stderr.strip()}")
+            parent = r.stdout.strip()
+        return parent
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def generate(tree, out_dir):
+    """Write the series (cover letter first) into out_dir; return the file list."""
+    tip = build_commits(tree)
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*.patch")):
+        os.unlink(old)
+    git(tree, "format-patch", "-q", "--zero-commit", "--no-signature", "--cover-letter",
+        "--full-index", "-o", out_dir, f"{PRISTINE_TAG}..{tip}", env=_commit_env())
+    cover_path = glob.glob(os.path.join(out_dir, "0000-*.patch"))[0]
+    cover = _read(os.path.join(SERIES_DIR, "cover-letter.txt")).rstrip("\n").split("\n", 1)
+    text = _read(cover_path)
+    text = text.replace("*** SUBJECT HERE ***", cover[0].strip())
+    text = text.replace("*** BLURB HERE ***", cover[1].strip("\n") if len(cover) > 1 else "")
+    text = re.sub(r"(?m)^base-commit: .*\n", "", text)
+    with open(cover_path, "w") as f:
+        f.write(text)
+    return sorted(glob.glob(os.path.join(out_dir, "*.patch")))
+
+
+def check(tree):
+    """Regenerate into a temp dir; return the names that differ from patches/."""
+    tmp = tempfile.mkdtemp(prefix="series-check-")
+    try:
+        generate(tree, tmp)
+        want = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*.patch")))
+        have = sorted(os.path.basename(p) for p in glob.glob(os.path.join(PATCH_DIR, "*.patch")))
+        drift = sorted(set(want) ^ set(have))
+        for name in set(want) & set(have):
+            if not filecmp.cmp(os.path.join(tmp, name), os.path.join(PATCH_DIR, name), shallow=False):
+                drift.append(name)
+        return sorted(drift)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

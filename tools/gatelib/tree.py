@@ -1,0 +1,144 @@
+"""The kernel tree: Debian's linux-source-6.12 unpacked once into the cache as a
+git repo with a pristine commit; every run resets it to pristine and applies
+the series with git am."""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from . import deps
+from .common import GateError, git, say
+
+PACKAGE = "linux-source-6.12"
+DEFAULT_TARBALL = "/usr/src/linux-source-6.12.tar.xz"
+PRISTINE_TAG = "pristine"
+STAMP = "pmd-gate-pristine"  # in .git/: "<version> <tarball size> <tarball mtime>"
+
+
+def makefile_version(tree):
+    """VERSION.PATCHLEVEL.SUBLEVEL from a tree's top Makefile."""
+    vals = {}
+    try:
+        with open(os.path.join(tree, "Makefile")) as f:
+            for line in f:
+                m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)\s*$", line)
+                if m:
+                    vals[m.group(1)] = m.group(2) or "0"
+                if len(vals) == 3:
+                    break
+    except OSError:
+        raise GateError(f"{tree} has no top-level Makefile: not a kernel tree") from None
+    if len(vals) != 3:
+        raise GateError(f"{tree}/Makefile has no VERSION/PATCHLEVEL/SUBLEVEL: not a kernel tree")
+    return f"{vals['VERSION']}.{vals['PATCHLEVEL']}.{vals['SUBLEVEL']}"
+
+
+def check_version(version):
+    if not re.fullmatch(r"6\.12\.\d+", version):
+        raise GateError(f"tree version {version} is not 6.12.y: the series targets {PACKAGE}")
+
+
+def find_tarball(explicit=None, install=True):
+    """The tarball to use; installs the package when missing and allowed (root)."""
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise GateError(f"tarball {explicit} does not exist")
+        return os.path.abspath(explicit)
+    env = os.environ.get("PMD_GATE_TARBALL")
+    if env:
+        return find_tarball(env)
+    if not os.path.isfile(DEFAULT_TARBALL):
+        if install and os.geteuid() == 0:
+            deps.apt_install([PACKAGE])
+        if not os.path.isfile(DEFAULT_TARBALL):
+            raise GateError(f"no kernel tree: {DEFAULT_TARBALL} missing; install package {PACKAGE} "
+                            f"(apt-get install {PACKAGE}, as root)")
+    return DEFAULT_TARBALL
+
+
+def _stamp_of(tarball, version):
+    st = os.stat(tarball)
+    return f"{version} {st.st_size} {int(st.st_mtime)}"
+
+
+def prepare(cache, tarball):
+    """Return (tree_path, version) of a git tree holding the tarball at tag pristine.
+
+    Unpacks only when no valid tree for this tarball exists in the cache; an
+    earlier interrupted unpack (no stamp) is thrown away and redone.
+    """
+    src_root = os.path.join(cache, "src")
+    os.makedirs(src_root, exist_ok=True)
+    key = re.sub(r"\.tar(\.[a-z0-9]+)?$", "", os.path.basename(tarball))
+    key = re.sub(r"[^A-Za-z0-9._-]", "_", key)
+    tree = os.path.join(src_root, key)
+    stamp_path = os.path.join(tree, ".git", STAMP)
+    if os.path.isfile(stamp_path):
+        with open(stamp_path) as f:
+            recorded = f.read().strip()
+        version = recorded.split()[0]
+        if recorded == _stamp_of(tarball, version):
+            return tree, version
+        say(f"tree: {tarball} changed since it was unpacked; unpacking again")
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    tmp = tempfile.mkdtemp(prefix="unpack-", dir=src_root)
+    say(f"tree: unpacking {tarball} into {tree} (about a minute)")
+    r = subprocess.run(["tar", "-xf", tarball, "-C", tmp], stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise GateError(f"cannot unpack {tarball}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+    tops = [d for d in glob.glob(os.path.join(tmp, "*")) if os.path.isdir(d)]
+    if len(tops) != 1:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise GateError(f"{tarball} does not hold one top-level directory")
+    try:
+        version = makefile_version(tops[0])
+        check_version(version)
+    except GateError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.rename(tops[0], tree)
+    os.rmdir(tmp)
+    say(f"tree: linux {version}: making the pristine commit")
+    git(tree, "init", "-q")
+    # Debian's top-level .gitignore ends with "/*": force-add so the commit holds every file.
+    git(tree, "add", "-f", "-A")
+    date_env = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+    git(tree, "commit", "-q", "--no-verify", "-m", f"linux-source {version} (pristine)", env=date_env)
+    git(tree, "tag", "-f", PRISTINE_TAG)
+    with open(stamp_path, "w") as f:
+        f.write(_stamp_of(tarball, version) + "\n")
+    return tree, version
+
+
+def reset_pristine(tree):
+    """Back to the pristine commit, whatever an earlier run left behind."""
+    if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
+        git(tree, "am", "--abort", check=False)
+    git(tree, "checkout", "-q", "-f", "--detach", PRISTINE_TAG)
+    git(tree, "reset", "-q", "--hard", PRISTINE_TAG)
+    git(tree, "clean", "-q", "-f", "-d", "-x")
+
+
+def series_files(patch_dir):
+    files = sorted(glob.glob(os.path.join(patch_dir, "*.patch")))
+    files = [f for f in files if not os.path.basename(f).startswith("0000-")]
+    if not files:
+        raise GateError(f"no patches in {patch_dir}")
+    return files
+
+
+def apply_series(tree, version, patches):
+    """git am each patch on pristine; on conflict: one line, tree back to pristine."""
+    reset_pristine(tree)
+    for p in patches:
+        r = git(tree, "am", "-q", "--keep-cr", p, check=False)
+        if r.returncode != 0:
+            git(tree, "am", "--abort", check=False)
+            reset_pristine(tree)
+            raise GateError(f"patch {os.path.basename(p)} does not apply on linux {version}")
+    return git(tree, "rev-parse", "HEAD").stdout.strip()
