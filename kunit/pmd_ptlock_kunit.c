@@ -16,6 +16,7 @@
 #include <linux/mmzone.h>
 #include <linux/pgtable.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <asm/pgalloc.h>
 #include <asm/tlb.h>
@@ -24,14 +25,21 @@
  * User addresses 1 GiB (PUD_SIZE) apart are mapped by different PMD tables;
  * every case stays inside [PT_FIRST, PT_END), which the cleanup frees.
  */
-#define PT_FIRST	(1UL << 30)
-#define PT_SECOND	(2UL << 30)
-#define PT_END		(4UL << 30)
+#define PT_FIRST	SZ_1G
+#define PT_SECOND	(2UL * SZ_1G)
+#define PT_END		(4UL * SZ_1G)
 
 /* What a freshly allocated page may hold where pmd_huge_pte lives. */
 #define PT_GARBAGE	((pgtable_t)0xdead4ead00000000UL)
 
 static const bool split_pmd = IS_ENABLED(CONFIG_SPLIT_PMD_PTLOCKS);
+
+/* The per-mm deposit queue, which exists only without split PMD locks. */
+#ifdef CONFIG_SPLIT_PMD_PTLOCKS
+#define PT_MM_QUEUE(mm)	((void)(mm), (pgtable_t *)NULL)
+#else
+#define PT_MM_QUEUE(mm)	(&(mm)->pmd_huge_pte)
+#endif
 
 static void pt_mm_release(void *data)
 {
@@ -154,7 +162,7 @@ static void pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock(struct kunit *test)
  * Catches: two PMD tables of one mm sharing a lock under split locks (no
  * scaling), or not sharing the mm lock without them (no mutual exclusion).
  */
-static void pmd_lockptr_of_tables_1GiB_apart_differ_only_when_split(struct kunit *test)
+static void pmd_lockptr_of_tables_a_gigabyte_apart_differ_only_when_split(struct kunit *test)
 {
 	struct mm_struct *mm = pt_mm_alloc(test);
 	pmd_t *a = pt_pmd_alloc(test, mm, PT_FIRST);
@@ -216,7 +224,7 @@ static void pmd_lock_returns_the_lockptr_held(struct kunit *test)
 	struct mm_struct *mm = pt_mm_alloc(test);
 	pmd_t *pmd = pt_pmd_alloc(test, mm, PT_FIRST);
 	spinlock_t *want = pmd_lockptr(mm, pmd);
-	spinlock_t *ptl;
+	spinlock_t *ptl;	/* what pmd_lock() returns */
 
 	KUNIT_ASSERT_FALSE(test, spin_is_locked(want));
 	ptl = pmd_lock(mm, pmd);
@@ -231,7 +239,7 @@ static void pmd_lock_returns_the_lockptr_held(struct kunit *test)
 static struct kunit_case pmd_ptlock_lockptr_cases[] = {
 	KUNIT_CASE(pmd_lockptr_is_the_same_for_every_entry_of_a_table),
 	KUNIT_CASE(pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock),
-	KUNIT_CASE(pmd_lockptr_of_tables_1GiB_apart_differ_only_when_split),
+	KUNIT_CASE(pmd_lockptr_of_tables_a_gigabyte_apart_differ_only_when_split),
 	KUNIT_CASE(pmd_lockptr_differs_between_two_mms),
 	KUNIT_CASE(pmd_lock_differs_from_the_pte_lock_of_a_table_below),
 	KUNIT_CASE(pmd_lock_returns_the_lockptr_held),
@@ -331,19 +339,19 @@ static void deposits_come_back_only_from_their_own_table(struct kunit *test)
 		KUNIT_EXPECT_NULL(test, pmd_huge_pte(mm, p1));
 		/* Each of P1's deposits exactly once, in whatever order. */
 		KUNIT_EXPECT_TRUE(test, (got[1] == a1 && got[2] == b1) ||
-					(got[1] == b1 && got[2] == a1));
+				  (got[1] == b1 && got[2] == a1));
 	} else {
 		/* Without split locks the queue is the mm's: one queue for all. */
 		KUNIT_EXPECT_PTR_EQ(test, &pmd_huge_pte(mm, p1),
-				    &mm->pmd_huge_pte);
+				    PT_MM_QUEUE(mm));
 		for (i = 0; i < 3; i++)
 			got[i] = pt_withdraw(mm, i ? p1 : p2);
 		KUNIT_EXPECT_NULL(test, pmd_huge_pte(mm, p2));
 		for (i = 0; i < 3; i++)
 			KUNIT_EXPECT_TRUE(test, got[i] == a1 || got[i] == b1 ||
-						got[i] == a2);
+					  got[i] == a2);
 		KUNIT_EXPECT_TRUE(test, got[0] != got[1] && got[1] != got[2] &&
-					got[0] != got[2]);
+				  got[0] != got[2]);
 	}
 	for (i = 0; i < 3; i++)
 		pt_pgtable_free(mm, got[i]);
@@ -487,7 +495,7 @@ static void pmd_ctor_initialises_a_usable_ptlock(struct kunit *test)
 {
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 	pmd_t *table = ptdesc_address(ptdesc);
-	spinlock_t *ptl;
+	spinlock_t *ptl;	/* the lock the ctor set up */
 
 	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
 	if (split_pmd) {
@@ -538,7 +546,7 @@ static void pmd_dtor_clears_the_page_table_mark(struct kunit *test)
  * Catches: __pmd_alloc() accounting a PMD table twice or not at all, and a
  * second pmd_alloc() in the same table allocating a table again.
  */
-static void pmd_alloc_accounts_one_table_per_1GiB(struct kunit *test)
+static void pmd_alloc_accounts_one_table_per_gigabyte(struct kunit *test)
 {
 	struct mm_struct *mm = pt_mm_alloc(test);
 	unsigned long bytes;
@@ -600,7 +608,7 @@ static struct kunit_case pmd_ptlock_ctor_cases[] = {
 	KUNIT_CASE(pmd_ctor_initialises_a_usable_ptlock),
 	KUNIT_CASE(pmd_ctor_and_dtor_each_move_nr_pagetable_by_one),
 	KUNIT_CASE(pmd_dtor_clears_the_page_table_mark),
-	KUNIT_CASE(pmd_alloc_accounts_one_table_per_1GiB),
+	KUNIT_CASE(pmd_alloc_accounts_one_table_per_gigabyte),
 	KUNIT_CASE(torn_down_tables_return_pgtables_bytes_and_nr_pagetable),
 	{}
 };

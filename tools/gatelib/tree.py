@@ -13,7 +13,9 @@ from . import deps
 from .common import GateError, git, say
 
 PACKAGE = "linux-source-6.12"
-DEFAULT_TARBALL = "/usr/src/linux-source-6.12.tar.xz"
+# Where Debian's package puts the tarball ($PMD_GATE_SRC_DIR overrides /usr/src).
+SRC_DIR = os.environ.get("PMD_GATE_SRC_DIR", "/usr/src")
+DEFAULT_TARBALL = os.path.join(SRC_DIR, "linux-source-6.12.tar.xz")
 PRISTINE_TAG = "pristine"
 STAMP = "pmd-gate-pristine"  # in .git/: "<version> <tarball size> <tarball mtime>"
 

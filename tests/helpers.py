@@ -1,0 +1,27 @@
+"""Shared test helpers: import path for tools/gatelib, fixtures, running the tools."""
+
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+TOOLS = os.path.join(REPO, "tools")
+sys.path.insert(0, TOOLS)
+
+
+def fixture(name):
+    with open(os.path.join(HERE, "fixtures", name), errors="replace") as f:
+        return f.read()
+
+
+def run_tool(args, env=None, timeout=1800, user=None):
+    """Run a tool from tools/; returns CompletedProcess with text stdout/stderr."""
+    cmd = [os.path.join(TOOLS, args[0]), *args[1:]]
+    if user:
+        cmd = ["runuser", "-u", user, "--", *cmd]
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Run the project's tests in order (fast ones first) and print the totals line."""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helpers  # noqa: E402,F401  (sets the import path for gatelib)
+from gatelib import common, deps  # noqa: E402
+
+MODULES = [
+    "test_console", "test_ktap", "test_verdict", "test_gate_input",
+    "test_series", "test_gate_run",
+]
+
+
+class Counting(unittest.TextTestResult):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.passed = 0
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.passed += 1
+
+
+def main(argv):
+    only = argv[1:] or MODULES
+    if os.geteuid() == 0:
+        try:
+            deps.ensure(install=True)
+        except common.GateError as e:
+            print(f"tests: {e}")
+            return 1
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite(loader.loadTestsFromName(m) for m in only)
+    start = time.monotonic()
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=Counting, stream=sys.stdout)
+    res = runner.run(suite)
+    failed = len(res.failures) + len(res.errors) + len(res.unexpectedSuccesses)
+    skipped = len(res.skipped)
+    print(f"tests: {int(time.monotonic() - start)} s")
+    print(f"{res.passed} passed, {failed} failed, {skipped} skipped")
+    if res.passed == 0:
+        print("tests: nothing passed: that is a failure")
+        return 1
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

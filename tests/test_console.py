@@ -1,0 +1,61 @@
+"""Console scan: every report kind fails the gate; a clean boot and our own TAP do not."""
+
+import os
+import unittest
+
+from helpers import fixture
+from gatelib import console
+
+
+class ConsoleScanFindsKernelReports(unittest.TestCase):
+    def ids(self, text):
+        return [f[0] for f in console.scan(text, "t")]
+
+    def test_a_pgtables_leak_at_mmput_is_found(self):
+        line = "[    1.234567] BUG: non-zero pgtables_bytes on freeing mm: 4096\n"
+        self.assertEqual(self.ids(line), ["pgtables-leak"])
+
+    def test_a_warning_with_its_timestamp_is_found(self):
+        text = "[    2.000000] ------------[ cut here ]------------\n" \
+               "[    2.000001] WARNING: CPU: 0 PID: 1 at mm/memory.c:100 foo+0x1/0x2\n"
+        self.assertEqual(self.ids(text), ["warning"])
+
+    def test_each_lockdep_report_is_found(self):
+        for msg in ("WARNING: possible recursive locking detected",
+                    "possible circular locking dependency detected",
+                    "inconsistent lock state",
+                    "INFO: trying to register non-static key."):
+            with self.subTest(msg=msg):
+                self.assertTrue(self.ids(f"[    3.1] {msg}\n"), msg)
+
+    def test_a_panic_an_oops_and_a_bad_page_are_found(self):
+        text = ("Kernel panic - not syncing: Fatal exception\n"
+                "Oops: general protection fault, probably for non-canonical address\n"
+                "BUG: Bad page state in process swapper  pfn:01234\n")
+        self.assertEqual(len(self.ids(text)), 3)
+
+    def test_a_kernel_bug_line_is_found(self):
+        self.assertEqual(self.ids("kernel BUG at include/linux/mm.h:3132!\n"), ["kernel-bug"])
+
+    def test_a_captured_clean_kunit_boot_has_no_finding(self):
+        self.assertEqual(console.scan(fixture("kunit-pass.log"), "t"), [])
+
+    def test_a_captured_leak_is_found_in_a_real_console(self):
+        found = console.scan(fixture("kunit-leak.log"), "t")
+        self.assertIn("pgtables-leak", [f[0] for f in found])
+
+    def test_tap_lines_that_name_a_pattern_are_not_reports(self):
+        text = "    ok 3 warning_free_case\n    # BUG: this is a test's own diagnostic\n"
+        self.assertEqual(console.scan(text, "t"), [])
+
+    def test_an_empty_console_is_a_failure_not_a_pass(self):
+        rows = console.results("", "kunit console")
+        self.assertEqual([r[2] for r in rows], ["fail"])
+
+    def test_a_clean_console_gives_one_pass_row(self):
+        rows = console.results("[ 0.1] Linux version 6.12\n", "kunit console")
+        self.assertEqual(rows, [("kunit console", "console clean", "pass", "")])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,98 @@
+"""Bad input to tools/gate: one clear line on stderr, a non-zero exit, nothing run."""
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import unittest
+
+from helpers import run_tool
+
+
+def one_line(test, r):
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    test.assertEqual(len(lines), 1, f"want one error line, got: {r.stderr!r}")
+    return lines[0]
+
+
+class GateRefusesBadInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gate-input-")
+        os.chmod(self.tmp, 0o777)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_an_unknown_flag_is_named(self):
+        r = run_tool(["gate", "--bogus"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--bogus", one_line(self, r))
+
+    def test_a_bad_option_value_is_named(self):
+        r = run_tool(["gate", "--config", "nosuch"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nosuch", one_line(self, r))
+
+    def test_a_tree_of_another_version_is_refused(self):
+        src = os.path.join(self.tmp, "linux-6.11.3")
+        os.makedirs(src)
+        with open(os.path.join(src, "Makefile"), "w") as f:
+            f.write("VERSION = 6\nPATCHLEVEL = 11\nSUBLEVEL = 3\nEXTRAVERSION =\n")
+        tarball = os.path.join(self.tmp, "linux-6.11.3.tar.xz")
+        with tarfile.open(tarball, "w:xz") as t:
+            t.add(src, arcname="linux-6.11.3")
+        r = run_tool(["gate", "--no-install", "--tarball", tarball,
+                      "--cache", os.path.join(self.tmp, "cache")])
+        self.assertEqual(r.returncode, 1)
+        line = one_line(self, r)
+        self.assertIn("6.11.3", line)
+        self.assertIn("6.12", line)
+        # Nothing of the refused tree is left in the cache.
+        self.assertEqual(os.listdir(os.path.join(self.tmp, "cache", "src")), [])
+
+    def test_an_unwritable_cache_is_refused(self):
+        r = run_tool(["gate", "--no-install", "--cache", "/etc/hostname/cache"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not writable", one_line(self, r))
+
+    def test_a_cache_inside_the_repo_is_refused(self):
+        r = run_tool(["gate", "--no-install", "--cache", os.path.join(os.path.dirname(__file__), "x")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("inside the repo", one_line(self, r))
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("runuser"),
+                         "needs root and runuser to run the gate as an unprivileged user")
+    def test_no_tree_and_not_root_names_the_package(self):
+        empty = os.path.join(self.tmp, "usr-src")
+        os.makedirs(empty)
+        r = run_tool(["gate", "--cache", os.path.join(self.tmp, "cache")],
+                     env={"PMD_GATE_SRC_DIR": empty, "HOME": self.tmp}, user="nobody")
+        self.assertEqual(r.returncode, 1)
+        line = one_line(self, r)
+        self.assertIn("linux-source-6.12", line)
+        self.assertIn("root", line)
+
+    def test_a_missing_qemu_is_named(self):
+        # A PATH with everything the host has except QEMU.
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+            for name in os.listdir(d) if os.path.isdir(d) else []:
+                dst = os.path.join(bindir, name)
+                if not name.startswith("qemu") and not os.path.exists(dst):
+                    os.symlink(os.path.join(d, name), dst)
+        r = run_tool(["gate", "--no-install", "--cache", os.path.join(self.tmp, "cache")],
+                     env={"PATH": bindir})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("qemu-system-x86_64", one_line(self, r))
+
+    def test_help_exits_zero(self):
+        r = subprocess.run([os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "gate"),
+                            "--help"], stdout=subprocess.PIPE, text=True, timeout=20)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--json", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

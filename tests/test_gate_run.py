@@ -1,0 +1,91 @@
+"""The gate end to end on the real tree: the full run, one selected suite, a
+filter that selects nothing, and a guest that hangs."""
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from helpers import run_tool
+from gatelib import common, tree
+
+SUITES = {"pmd_ptlock_lockptr", "pmd_ptlock_deposit", "pmd_ptlock_ctor"}
+
+
+def gate_json(args, name):
+    """Run the gate; return (CompletedProcess, parsed JSON)."""
+    out = os.path.join(TMP, name + ".json")
+    r = run_tool(["gate", "--json", out, *args])
+    with open(out) as f:
+        return r, json.load(f)
+
+
+TMP = None
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="gate-run-")
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+class TheGateOnTheRealTree(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r, cls.data = gate_json([], "full")
+        cls.version = tree.prepare(common.cache_dir(), tree.find_tarball())[1]
+
+    def kunit(self):
+        return [x for x in self.data["results"] if x["kind"] == "kunit"]
+
+    def test_it_passes_and_exits_zero(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout[-3000:] + self.r.stderr)
+        self.assertEqual(self.data["verdict"], "pass")
+
+    def test_it_records_the_tree_version(self):
+        self.assertEqual(self.data["tree"], self.version)
+        self.assertRegex(self.data["tree"], r"^6\.12\.\d+$")
+
+    def test_at_least_twelve_kunit_cases_over_the_three_suites_all_pass(self):
+        rows = self.kunit()
+        self.assertGreaterEqual(len(rows), 12)
+        self.assertEqual({x["suite"] for x in rows}, SUITES)
+        self.assertEqual([x for x in rows if x["status"] != "pass"], [])
+
+    def test_the_console_was_scanned_and_is_clean(self):
+        cons = [x for x in self.data["results"] if x["kind"] == "console"]
+        self.assertEqual([(x["name"], x["status"]) for x in cons], [("console clean", "pass")])
+
+    def test_the_split_lock_configuration_is_reported(self):
+        facts = self.data["configs"]["default"]
+        self.assertEqual(facts["SPLIT_PMD_PTLOCKS"], "y")
+        self.assertIn("PASS", self.r.stdout)
+        self.assertIn("passed, 0 failed", self.r.stdout)
+
+
+class TheGateSelectsAndRefuses(unittest.TestCase):
+    def test_a_filter_runs_only_the_selected_suite(self):
+        r, data = gate_json(["--filter", "pmd_ptlock_deposit.*"], "filter")
+        self.assertEqual(r.returncode, 0, r.stdout[-2000:])
+        self.assertEqual({x["suite"] for x in data["results"] if x["kind"] == "kunit"},
+                         {"pmd_ptlock_deposit"})
+
+    def test_a_filter_that_selects_nothing_fails(self):
+        r, data = gate_json(["--filter", "no_such_suite*"], "empty")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(data["verdict"], "fail")
+
+    def test_a_hung_guest_is_killed_and_fails(self):
+        # -S: QEMU starts with its CPUs stopped, so the kernel never prints.
+        r, data = gate_json(["--timeout", "15", "--qemu-args=-S"], "hang")
+        self.assertEqual(r.returncode, 1)
+        fails = [x for x in data["results"] if x["status"] == "fail"]
+        self.assertTrue(any("hung" in x["reason"] for x in fails), fails)
+
+
+if __name__ == "__main__":
+    unittest.main()
