@@ -47,7 +47,8 @@ class SeriesIsGeneratedFromTheSources(unittest.TestCase):
             finally:
                 series.commits = orig
             self.assertTrue(any("KUnit" in d for d in drift), drift)
-            self.assertTrue(all("0000" not in d and "khugepaged" not in d for d in drift), drift)
+            # The cover letter's diffstat moves with it; the untouched patch does not.
+            self.assertFalse(any("khugepaged" in d for d in drift), drift)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
