@@ -69,19 +69,19 @@ class TheGateOnTheRealTree(unittest.TestCase):
 
 class TheGateSelectsAndRefuses(unittest.TestCase):
     def test_a_filter_runs_only_the_selected_suite(self):
-        r, data = gate_json(["--filter", "pmd_ptlock_deposit.*"], "filter")
+        r, data = gate_json(["--only", "kunit", "--filter", "pmd_ptlock_deposit.*"], "filter")
         self.assertEqual(r.returncode, 0, r.stdout[-2000:])
         self.assertEqual({x["suite"] for x in data["results"] if x["kind"] == "kunit"},
                          {"pmd_ptlock_deposit"})
 
     def test_a_filter_that_selects_nothing_fails(self):
-        r, data = gate_json(["--filter", "no_such_suite*"], "empty")
+        r, data = gate_json(["--only", "kunit", "--filter", "no_such_suite*"], "empty")
         self.assertEqual(r.returncode, 1)
         self.assertEqual(data["verdict"], "fail")
 
     def test_a_hung_guest_is_killed_and_fails(self):
         # -S: QEMU starts with its CPUs stopped, so the kernel never prints.
-        r, data = gate_json(["--timeout", "15", "--qemu-args=-S"], "hang")
+        r, data = gate_json(["--only", "kunit", "--timeout", "15", "--qemu-args=-S"], "hang")
         self.assertEqual(r.returncode, 1)
         fails = [x for x in data["results"] if x["status"] == "fail"]
         self.assertTrue(any("hung" in x["reason"] for x in fails), fails)

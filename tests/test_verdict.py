@@ -24,6 +24,12 @@ class VerdictRules(unittest.TestCase):
         v.add("default", "kunit", "s", "a", "skip", "why")
         self.assertEqual(v.verdict, "fail")
 
+    def test_a_clean_console_alone_is_not_a_pass(self):
+        v = Verdict("6.12.118")
+        v.add("default", "kselftest", "pmd_ptlock_fault", "(program)", "skip", "THP disabled")
+        v.add("default", "console", "guest console", "console clean", "pass")
+        self.assertEqual(v.verdict, "fail")
+
     def test_passes_and_skips_pass(self):
         v = Verdict("6.12.118")
         v.add("default", "kunit", "s", "a", "pass")

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""pmd-ptlock gate: Debian's linux-source-6.12 -> our series -> KUnit under QEMU -> verdict.
+"""pmd-ptlock gate: Debian's linux-source-6.12 -> our series -> KUnit and
+kselftests under QEMU -> verdict.
 
 Unpacks the tree into a cache outside the repo (once), resets it to its
 pristine commit, applies patches/ with git am, builds and boots the KUnit
-suite with the tree's own kunit.py (TCG by default), scans the console for
-kernel reports, prints a verdict table and exits 0 only when all passed.
+suite with the tree's own kunit.py, then builds a guest kernel and
+selftests/mm and runs `make -C tools/testing/selftests TARGETS=mm run_tests`
+for the chosen run_vmtests.sh categories in a guest whose root is the
+host's / over 9p (TCG by default). Scans every console for kernel reports,
+prints a verdict table and exits 0 only when all passed.
 """
 
 import argparse
@@ -14,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import common, deps, kunitrun, series, tree  # noqa: E402
+from gatelib import ccache, common, console, deps, guest, kunitrun, series, tree  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
@@ -36,13 +40,21 @@ def parse_args(argv):
     ap.add_argument("--filter", default="", metavar="GLOB",
                     help="KUnit suite/case glob as kunit.py's filter_glob, e.g. 'pmd_ptlock_deposit.*'")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--kselftests", default="pmd_ptlock", metavar="CATS",
+                    help="run_vmtests.sh categories to run in the guest, space-separated, "
+                         "e.g. 'pmd_ptlock thp mremap cow' (default: %(default)s)")
+    ap.add_argument("--thp", choices=["always", "madvise", "never"], default="always",
+                    help="THP mode the guest sets before the selftests (default %(default)s; "
+                         "with never they must skip)")
+    ap.add_argument("--only", choices=["kunit", "kselftest"],
+                    help="run only the KUnit suite or only the kselftest guest")
     ap.add_argument("--cache", metavar="DIR",
                     help="tree, build dirs and ccache (default $PMD_GATE_CACHE or ~/.cache/pmd-ptlock-gate)")
     ap.add_argument("--tarball", metavar="FILE",
                     help="kernel source tarball (default /usr/src/linux-source-6.12.tar.xz)")
     ap.add_argument("--patches", metavar="DIR", default=series.PATCH_DIR,
                     help="series to apply (default: the repo's patches/)")
-    ap.add_argument("--timeout", type=int, default=300, metavar="S",
+    ap.add_argument("--timeout", type=int, default=600, metavar="S",
                     help="bound on a guest run; a guest still running then is killed and fails (default %(default)s)")
     ap.add_argument("--accel", choices=["tcg", "kvm"], default="tcg",
                     help="QEMU accelerator (default tcg; kvm only where it is known to boot)")
@@ -56,7 +68,31 @@ def parse_args(argv):
         ap.error("--timeout must be at least 5 seconds")
     if args.smp < 1:
         ap.error("--smp must be at least 1")
+    if not args.kselftests.split():
+        ap.error("--kselftests needs at least one category")
     return args
+
+
+def run_kselftests(args, src, cache, build_root, log_dir, jobs, verdict):
+    """Guest kernel + selftests/mm built on the host, run in one guest boot."""
+    cfg = args.config
+    env = ccache.env(cache)
+    build = os.path.join(build_root, "guest")
+    fragment = os.path.join(common.REPO, "configs", "guest.config")
+    t0 = time.monotonic()
+    config = guest.configure(src, build, [fragment], log_dir, env)
+    kernel = guest.build_kernel(src, build, log_dir, env, jobs)
+    guest.build_selftests(src, build, log_dir, env, jobs)
+    facts = {"guest_build_s": round(time.monotonic() - t0)}
+    for sym in ("SPLIT_PMD_PTLOCKS", "TRANSPARENT_HUGEPAGE", "HUGETLBFS", "NR_CPUS"):
+        facts[f"guest_{sym}"] = config.get(sym, "n")
+    rows, text, boot_facts = guest.boot(src, build, kernel, log_dir, args.kselftests,
+                                        accel=args.accel, smp=args.smp, timeout=args.timeout,
+                                        extra_qemu=args.qemu_args, thp=args.thp)
+    facts.update(boot_facts)
+    verdict.info[cfg].update(facts)
+    verdict.add_rows(cfg, "kselftest", rows)
+    verdict.add_rows(cfg, "console", console.results(text, "guest console"))
 
 
 def main(argv):
@@ -84,13 +120,19 @@ def main(argv):
         cfg = args.config
         build_root = os.path.join(cache, "build", version, cfg)
         log_dir = os.path.join(cache, "logs", version, cfg)
-        rows, cons, facts = kunitrun.run(
-            src, os.path.join(build_root, "kunit"), os.path.join(common.REPO, ".kunitconfig"),
-            log_dir, cache=cache, filter_glob=args.filter, timeout=args.timeout, accel=args.accel,
-            smp=args.smp, jobs=args.jobs or None, extra_qemu=args.qemu_args)
-        verdict.info[cfg] = facts
-        verdict.add_rows(cfg, "kunit", rows)
-        verdict.add_rows(cfg, "console", cons)
+        os.makedirs(log_dir, exist_ok=True)
+        jobs = args.jobs or os.cpu_count() or 2
+        verdict.info[cfg] = {}
+        if args.only != "kselftest":
+            rows, cons, facts = kunitrun.run(
+                src, os.path.join(build_root, "kunit"), os.path.join(common.REPO, ".kunitconfig"),
+                log_dir, cache=cache, filter_glob=args.filter, timeout=min(args.timeout, 300),
+                accel=args.accel, smp=args.smp, jobs=jobs, extra_qemu=args.qemu_args)
+            verdict.info[cfg].update(facts)
+            verdict.add_rows(cfg, "kunit", rows)
+            verdict.add_rows(cfg, "console", cons)
+        if args.only != "kunit":
+            run_kselftests(args, src, cache, build_root, log_dir, jobs, verdict)
     except GateError as e:
         print(f"gate: {e}", file=sys.stderr)
         if args.json:

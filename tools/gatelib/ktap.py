@@ -10,7 +10,7 @@ import re
 
 TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 VERSION = re.compile(r"^(K?TAP) version \d+\s*$")
-PLAN = re.compile(r"^1\.\.(\d+)")
+PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#\s*SKIP\b[:\s]*(.*))?", re.I)
 RESULT = re.compile(r"^(not ok|ok)\s+(\d+)(?:\s+-)?\s*(.*?)\s*(?:#\s*(SKIP|TODO)\b[:\s]*(.*))?$", re.I)
 SUBTEST = re.compile(r"^#\s*Subtest:\s*(.*)$")
 
@@ -24,6 +24,7 @@ class Node:
         self.reason = ""
         self.children = []
         self.diag = []          # "# ..." lines seen at this level since the last result
+        self.skip_reason = ""   # from a "1..0 # SKIP reason" plan
 
     def __repr__(self):
         return f"Node({self.name!r}, {self.status}, {len(self.children)} children)"
@@ -107,6 +108,8 @@ def parse(text, hash_nesting=False):
         pm = PLAN.match(body)
         if pm:
             cur.plan = int(pm.group(1))
+            if pm.group(2) is not None:
+                cur.skip_reason = pm.group(2).strip() or "skipped"
             continue
         rm = RESULT.match(body)
         if rm:

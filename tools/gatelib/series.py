@@ -47,6 +47,19 @@ def _insert_after(anchor, text):
     return edit
 
 
+def _chain(*edits):
+    """Apply several edits to one file, in order."""
+    def edit(old, path):
+        for e in edits:
+            old = e(old, path)
+        return old
+    return edit
+
+
+# Our test programs, in the order run_vmtests.sh runs them.
+SELFTESTS = ["pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork"]
+
+
 def khugepaged_needs_fix(show):
     src = show(f"{SELFTEST_DIR}/khugepaged.c")
     return "KSFT_SKIP" in src and "kselftest.h" not in src
@@ -76,6 +89,27 @@ def commits():
             "edits": {
                 "mm/Kconfig.debug": _append(_read(os.path.join(SERIES_DIR, "kunit.Kconfig"))),
                 "mm/Makefile": _append("obj-$(CONFIG_PMD_PTLOCK_KUNIT_TEST) += pmd_ptlock_kunit.o\n"),
+            },
+        },
+        {
+            "msg": "0003-selftests.msg",
+            "when": None,
+            "files": {f"{SELFTEST_DIR}/{name}": os.path.join(REPO, "selftests", "mm", name)
+                      for name in selftest_sources()},
+            "edits": {
+                f"{SELFTEST_DIR}/Makefile": _insert_after(
+                    "TEST_GEN_FILES += madv_populate",
+                    "".join(f"TEST_GEN_FILES += {t}\n" for t in SELFTESTS)),
+                f"{SELFTEST_DIR}/.gitignore": _insert_after(
+                    "madv_populate", "".join(f"{t}\n" for t in SELFTESTS)),
+                f"{SELFTEST_DIR}/run_vmtests.sh": _chain(
+                    _insert_after("\ttest transparent huge pages",
+                                  "- pmd_ptlock\n\tstress the split PMD page-table lock: concurrent THP\n"
+                                  "\tfaults, mremap across PMD tables, fork of THPs\n"),
+                    _insert_after('CATEGORY="thp" run_test ./transhuge-stress -d 20',
+                                  "".join(f'\nCATEGORY="pmd_ptlock" run_test ./{t}\n'
+                                          if i == 0 else f'CATEGORY="pmd_ptlock" run_test ./{t}\n'
+                                          for i, t in enumerate(SELFTESTS)))),
             },
         },
     ]
@@ -118,7 +152,8 @@ def build_commits(tree):
                 # Edits see the file as this series left it so far.
                 cur = git(tree, "cat-file", "blob", f":{path}", env=env, check=False)
                 old = cur.stdout if cur.returncode == 0 else show(path)
-                put(path, edit(old, path))
+                staged = git(tree, "ls-files", "-s", "--", path, env=env).stdout.split()
+                put(path, edit(old, path), staged[0] if staged else "100644")
             tree_sha = git(tree, "write-tree", env=env).stdout.strip()
             msg = _read(os.path.join(SERIES_DIR, c["msg"])).rstrip("\n")
             msg += f"\n\nSigned-off-by: {AUTHOR[0]} <{AUTHOR[1]}>\n"

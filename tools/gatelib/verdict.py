@@ -28,8 +28,9 @@ class Verdict:
     @property
     def verdict(self):
         c = self.counts()
-        # Nothing passed means nothing was tested: that is not a pass.
-        return "pass" if c["fail"] == 0 and c["pass"] > 0 else "fail"
+        # No test passed means nothing was tested (a clean console alone is not a pass).
+        tested = any(r["status"] == "pass" and r["kind"] != "console" for r in self.results)
+        return "pass" if c["fail"] == 0 and tested else "fail"
 
     def to_json(self):
         return {"verdict": self.verdict, "tree": self.tree, "results": self.results,

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the split PMD page-table lock selftests: proving that
+ * THP is really in use, finding out whether a range is mapped by a THP or
+ * the huge zero page, laying chunks out in one or in several PMD tables,
+ * and running a workload in a child process whose checks the parent
+ * reports as kselftest results once the child (and its page tables) are
+ * gone.
+ */
+#ifndef __PMD_PTLOCK_H__
+#define __PMD_PTLOCK_H__
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kselftest.h"
+#include "vm_util.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22
+#endif
+
+/* One PMD table maps 1 GiB on x86-64: chunks 1 GiB apart use different tables. */
+#define PT_GIB		(1UL << 30)
+
+/* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h). */
+#define PT_KPF_THP	(1ULL << 22)
+#define PT_KPF_ZERO	(1ULL << 24)
+
+static size_t pmdsize;
+
+/* A line "name value" of a /proc file, or -1. */
+static inline long pt_proc_value(const char *path, const char *name)
+{
+	char line[256];
+	size_t len = strlen(name);
+	long val = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, name, len) &&
+		    (line[len] == ' ' || line[len] == ':')) {
+			val = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
+static inline long pt_vmstat(const char *name)
+{
+	return pt_proc_value("/proc/vmstat", name);
+}
+
+/* PageTables in kB with every CPU's pending counter deltas folded in. */
+static inline long pt_pagetables_kb(void)
+{
+	int fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, "1", 1) < 0)
+			;	/* not root: the figure may lag by a few pages */
+		close(fd);
+	}
+	return pt_proc_value("/proc/meminfo", "PageTables");
+}
+
+/* kpageflags of the page mapped at addr, or 0 when none or unreadable. */
+static inline uint64_t pt_page_flags(void *addr)
+{
+	static int pagemap = -1, kpageflags = -1;
+	unsigned long pfn;
+	uint64_t flags;
+
+	if (pagemap < 0)
+		pagemap = open("/proc/self/pagemap", O_RDONLY);
+	if (kpageflags < 0)
+		kpageflags = open("/proc/kpageflags", O_RDONLY);
+	if (pagemap < 0 || kpageflags < 0)
+		return 0;
+	pfn = pagemap_get_pfn(pagemap, addr);
+	if (pfn == -1UL)
+		return 0;
+	if (pread(kpageflags, &flags, sizeof(flags), pfn * sizeof(flags)) !=
+	    sizeof(flags))
+		return 0;
+	return flags;
+}
+
+/* The PFN mapped at addr (root only), or -1UL. */
+static inline unsigned long pt_pfn(void *addr)
+{
+	static int pagemap = -1;
+
+	if (pagemap < 0)
+		pagemap = open("/proc/self/pagemap", O_RDONLY);
+	return pagemap < 0 ? -1UL : pagemap_get_pfn(pagemap, addr);
+}
+
+/* Mapped by an anonymous THP (not the huge zero page). */
+static inline bool pt_is_thp(void *addr)
+{
+	uint64_t f = pt_page_flags(addr);
+
+	return (f & PT_KPF_THP) && !(f & PT_KPF_ZERO);
+}
+
+/* Mapped by the huge zero page. */
+static inline bool pt_is_huge_zero(void *addr)
+{
+	uint64_t f = pt_page_flags(addr);
+
+	return (f & PT_KPF_THP) && (f & PT_KPF_ZERO);
+}
+
+/* Is any page of [addr, addr + len) resident? (false once zapped) */
+static inline bool pt_resident(void *addr, size_t len)
+{
+	unsigned char vec[512];
+	size_t i, n = len / getpagesize();
+
+	if (n > sizeof(vec) || mincore(addr, len, vec))
+		return false;
+	for (i = 0; i < n; i++)
+		if (vec[i] & 1)
+			return true;
+	return false;
+}
+
+/* Is [addr, addr + len) unmapped? (mincore() fails with ENOMEM) */
+static inline bool pt_unmapped(void *addr, size_t len)
+{
+	unsigned char vec[512];
+
+	return mincore(addr, len > sizeof(vec) * getpagesize() ?
+		       sizeof(vec) * getpagesize() : len, vec) && errno == ENOMEM;
+}
+
+/*
+ * A read-write anonymous mapping of len bytes aligned to align, with THP
+ * asked for (or refused, hugepage == false).
+ */
+static inline char *pt_map_aligned(size_t len, size_t align, bool hugepage)
+{
+	char *raw, *p;
+
+	raw = mmap(NULL, len + align, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+	if (p > raw)
+		munmap(raw, p - raw);
+	munmap(p + len, raw + len + align - (p + len));
+	if (mmap(p, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		 -1, 0) == MAP_FAILED)
+		return NULL;
+	if (madvise(p, len, hugepage ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
+		return NULL;
+	return p;
+}
+
+static inline void pt_fill(char *p, size_t len, uint64_t seed)
+{
+	uint64_t *w = (uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		w[i] = seed ^ (i * 0x9e3779b97f4a7c15ULL);
+}
+
+/* Index of the first word that differs from pt_fill(seed), or -1. */
+static inline long pt_verify(const char *p, size_t len, uint64_t seed)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		if (w[i] != (seed ^ (i * 0x9e3779b97f4a7c15ULL)))
+			return i;
+	return -1;
+}
+
+static inline bool pt_all_zero(const char *p, size_t len)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	return true;
+}
+
+/*
+ * Prove THP is in use before testing anything: a 2 MiB-aligned
+ * MADV_HUGEPAGE chunk, written once, must be a THP in kpageflags, count in
+ * AnonHugePages of smaps, and move thp_fault_alloc. Returns NULL or why not.
+ */
+static inline const char *pt_thp_unavailable(void)
+{
+	static char why[160];
+	char mode[128] = "";
+	long before, after;
+	FILE *f;
+	char *p;
+
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (!f)
+		return "no /sys/kernel/mm/transparent_hugepage (CONFIG_TRANSPARENT_HUGEPAGE off)";
+	if (!fgets(mode, sizeof(mode), f))
+		mode[0] = 0;
+	fclose(f);
+	if (strstr(mode, "[never]"))
+		return "THP disabled: transparent_hugepage/enabled is [never]";
+	pmdsize = read_pmd_pagesize();
+	if (!pmdsize)
+		return "cannot read transparent_hugepage/hpage_pmd_size";
+	if (access("/proc/kpageflags", R_OK))
+		return "/proc/kpageflags not readable (needs root and CONFIG_PROC_PAGE_MONITOR)";
+	before = pt_vmstat("thp_fault_alloc");
+	if (before < 0)
+		return "no thp_fault_alloc in /proc/vmstat (CONFIG_VM_EVENT_COUNTERS off)";
+	p = pt_map_aligned(pmdsize, pmdsize, true);
+	if (!p)
+		return "cannot map a 2 MiB-aligned MADV_HUGEPAGE chunk";
+	pt_fill(p, pmdsize, 1);
+	after = pt_vmstat("thp_fault_alloc");
+	if (!pt_is_thp(p))
+		snprintf(why, sizeof(why), "a written MADV_HUGEPAGE chunk is not a THP (kpageflags)");
+	else if (!check_huge_anon(p, 1, pmdsize))
+		snprintf(why, sizeof(why), "AnonHugePages in smaps does not show the THP");
+	else if (after <= before)
+		snprintf(why, sizeof(why), "thp_fault_alloc did not move (%ld -> %ld)", before, after);
+	else
+		why[0] = 0;
+	munmap(p, pmdsize);
+	return why[0] ? why : NULL;
+}
+
+/*
+ * Checks made in a workload child, counted in memory shared with the
+ * parent, which reports each as one kselftest result after the child exits.
+ */
+#define PT_MAX_CHECKS	8
+
+struct pt_check {
+	const char *name;
+	int failures;
+	int first_taken;
+	char first[200];
+};
+
+struct pt_report {
+	struct pt_check check[PT_MAX_CHECKS];
+	int nr;
+};
+
+static inline struct pt_report *pt_report_new(const char *const *names)
+{
+	struct pt_report *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (r == MAP_FAILED)
+		ksft_exit_fail_msg("mmap of the shared report: %s\n", strerror(errno));
+	memset(r, 0, sizeof(*r));
+	while (names[r->nr] && r->nr < PT_MAX_CHECKS) {
+		r->check[r->nr].name = names[r->nr];
+		r->nr++;
+	}
+	return r;
+}
+
+/* Record the outcome of check i; the first failure's message is kept. */
+static inline void pt_check(struct pt_report *r, int i, bool ok, const char *fmt, ...)
+{
+	struct pt_check *c = &r->check[i];
+	va_list ap;
+
+	if (ok)
+		return;
+	__atomic_add_fetch(&c->failures, 1, __ATOMIC_RELAXED);
+	if (__atomic_exchange_n(&c->first_taken, 1, __ATOMIC_ACQ_REL))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->first, sizeof(c->first), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Run fn(arg, report) in a child; report its checks, whether it exited
+ * cleanly, and whether PageTables came back to where it was before the
+ * child ran (a deposited page table leaked by a zap, a move or a fork
+ * stays counted there after the process is gone). One result each,
+ * named "<what>: <check>".
+ */
+static inline void pt_run_case(const char *what, const char *const *names,
+			int (*fn)(void *arg, struct pt_report *r), void *arg)
+{
+	struct pt_report *r = pt_report_new(names);
+	long before, after = -1;
+	int i, status, tries;
+	pid_t pid;
+
+	before = pt_pagetables_kb();
+	pid = fork();
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (!pid)
+		_exit(fn(arg, r));
+	if (waitpid(pid, &status, 0) != pid)
+		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
+
+	for (i = 0; i < r->nr; i++) {
+		struct pt_check *c = &r->check[i];
+
+		if (c->failures)
+			ksft_print_msg("%s: %s: %d failure(s), first: %s\n",
+				       what, c->name, c->failures, c->first);
+		ksft_test_result(!c->failures && WIFEXITED(status),
+				 "%s: %s\n", what, c->name);
+	}
+	if (!WIFEXITED(status))
+		ksft_print_msg("%s: workload killed by signal %d\n", what,
+			       WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		ksft_print_msg("%s: workload setup failed (exit %d)\n", what,
+			       WEXITSTATUS(status));
+	ksft_test_result(WIFEXITED(status) && !WEXITSTATUS(status),
+			 "%s: workload exited cleanly\n", what);
+
+	/* Other processes may free tables meanwhile, never add ours back. */
+	for (tries = 0; tries < 20; tries++) {
+		after = pt_pagetables_kb();
+		if (after <= before)
+			break;
+		usleep(50 * 1000);
+	}
+	if (after > before)
+		ksft_print_msg("%s: PageTables %ld kB before, %ld kB after\n",
+			       what, before, after);
+	ksft_test_result(before >= 0 && after <= before,
+			 "%s: PageTables back to its baseline\n", what);
+	munmap(r, sizeof(*r));
+}
+
+/* Number of results pt_run_case() prints for names. */
+static inline int pt_case_results(const char *const *names)
+{
+	int n = 0;
+
+	while (names[n])
+		n++;
+	return n + 2;
+}
+
+/* Threads: the -t argument, else 4 per online CPU (the seed's many faulters). */
+static inline int pt_threads(int argc, char **argv, int *rounds)
+{
+	int opt, t = 4 * sysconf(_SC_NPROCESSORS_ONLN);
+
+	while ((opt = getopt(argc, argv, "t:r:")) != -1) {
+		switch (opt) {
+		case 't':
+			t = atoi(optarg);
+			break;
+		case 'r':
+			*rounds = atoi(optarg);
+			break;
+		default:
+			ksft_exit_fail_msg("usage: %s [-t threads] [-r rounds]\n", argv[0]);
+		}
+	}
+	if (t < 2 || t > 64 || *rounds < 1)
+		ksft_exit_fail_msg("threads must be 2..64 and rounds >= 1\n");
+	return t;
+}
+
+#endif /* __PMD_PTLOCK_H__ */

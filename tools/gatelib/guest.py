@@ -1,0 +1,217 @@
+"""The kselftest guest: build the guest kernel and the mm selftests on the host,
+boot the kernel under QEMU with the host's / as a read-only 9p root, run
+make run_tests for the chosen categories, collect the TAP and the console."""
+
+import hashlib
+import os
+import re
+import shutil
+import time
+
+from . import ktap
+from .common import REPO, GateError, StepTimeout, run_logged, say
+
+BASE_FRAGMENT = "kernel/configs/kvm_guest.config"
+INIT = os.path.join(REPO, "tools", "guest-init")
+
+
+def _fragment_symbols(path):
+    """{SYMBOL: value} a fragment asks for ("n" for '# CONFIG_X is not set')."""
+    want = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$", line)
+            if m:
+                want[m.group(1)] = m.group(2)
+                continue
+            m = re.match(r"^# CONFIG_([A-Za-z0-9_]+) is not set$", line)
+            if m:
+                want[m.group(1)] = "n"
+    return want
+
+
+def read_config(path):
+    have = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$", line.strip())
+            if m:
+                have[m.group(1)] = m.group(2)
+    return have
+
+
+def missing_symbols(config_path, fragments):
+    """Symbols a fragment asked for that the final .config does not have as asked."""
+    have = read_config(config_path)
+    bad = []
+    for frag in fragments:
+        for sym, val in _fragment_symbols(frag).items():
+            got = have.get(sym, "n")
+            if got != val:
+                bad.append(f"CONFIG_{sym}={val} (got {got})")
+    return bad
+
+
+def configure(tree, build, fragments, log_dir, env):
+    """defconfig + kvm_guest.config + fragments, redone only when they change."""
+    os.makedirs(build, exist_ok=True)
+    paths = [os.path.join(tree, BASE_FRAGMENT)] + list(fragments)
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            h.update(p.encode() + b"\0" + f.read())
+    stamp_path = os.path.join(build, ".gate-config-stamp")
+    config = os.path.join(build, ".config")
+    stamp = h.hexdigest()
+    old = open(stamp_path).read().strip() if os.path.isfile(stamp_path) else ""
+    if old != stamp or not os.path.isfile(config):
+        log = os.path.join(log_dir, "guest-config.log")
+        steps = [["make", f"O={build}", "defconfig"],
+                 [os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-m", "-O", build,
+                  config, *paths],
+                 ["make", f"O={build}", "olddefconfig"]]
+        for cmd in steps:
+            if run_logged(cmd, log, "guest config", 600, cwd=tree, env=env, heartbeat=0) != 0:
+                raise GateError(f"guest kernel configuration failed (log: {log})")
+        with open(stamp_path, "w") as f:
+            f.write(stamp + "\n")
+    bad = missing_symbols(config, fragments)
+    if bad:
+        raise GateError(f"config fragment did not take effect: {', '.join(bad[:6])}")
+    return read_config(config)
+
+
+def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
+    log = os.path.join(log_dir, "guest-build.log")
+    say(f"guest: building the kernel ({build}); log {log}")
+    rc = run_logged(["make", f"O={build}", f"-j{jobs}", "bzImage"], log, "guest build", timeout,
+                    cwd=tree, env=env)
+    if rc != 0:
+        raise GateError(f"guest kernel build failed: {_first_error(log)} (log: {log})")
+    return os.path.join(build, "arch", "x86", "boot", "bzImage")
+
+
+def build_selftests(tree, build, log_dir, env, jobs, timeout=1800):
+    """Headers into build/usr/include, selftests/mm into build/kselftest/mm."""
+    log = os.path.join(log_dir, "selftests-build.log")
+    say(f"guest: building selftests/mm on the host; log {log}")
+    for cmd in (["make", f"O={build}", "-s", "headers"],
+                ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}", f"-j{jobs}"]):
+        rc = run_logged(cmd, log, "selftests build", timeout, cwd=tree, env=env)
+        if rc != 0:
+            raise GateError(f"selftests build failed: {_first_error(log)} (log: {log})")
+    return os.path.join(build, "kselftest", "mm")
+
+
+def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
+    append = " ".join([
+        "console=ttyS0", "root=hostroot", "rootfstype=9p",
+        "rootflags=trans=virtio,version=9p2000.L,msize=512000", "ro", f"init={INIT}",
+        "panic=-1", "kunit.enable=0", "printk.time=1",
+    ])
+    cmd = ["qemu-system-x86_64", "-nodefaults", "-nographic", "-no-reboot",
+           "-m", mem, "-smp", str(smp), "-serial", "stdio", "-kernel", kernel, "-append", append,
+           "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+           "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
+           "-virtfs", f"local,path={build},mount_tag=build,security_model=none,multidevs=remap"]
+    if accel == "kvm":
+        cmd += ["-accel", "kvm", "-cpu", "host"]
+    else:
+        cmd += ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    if os.path.isfile("/usr/share/qemu/qboot.rom"):
+        cmd += ["-bios", "qboot.rom"]
+    import shlex
+    return cmd + shlex.split(extra or "")
+
+
+def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu="", mem="2G",
+         thp="always"):
+    """Boot and run; returns (kselftest rows, console text, facts)."""
+    out = os.path.join(run_dir, "out")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    with open(os.path.join(out, "guest.env"), "w") as f:
+        f.write(f"GATE_TREE='{tree}'\nGATE_BUILD='{build}'\nGATE_ITEMS='{items}'\n"
+                f"GATE_TIMEOUT='{max(60, timeout - 30)}'\nGATE_THP='{thp}'\n")
+    console_log = os.path.join(run_dir, "guest-console.log")
+    cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu)
+    say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for '{items}'; console {console_log}")
+    t0 = time.monotonic()
+    hung = None
+    try:
+        run_logged(cmd, console_log, "guest", timeout, heartbeat=30)
+    except StepTimeout:
+        hung = f"guest hung: killed after {timeout} s"
+    facts = {"guest_s": round(time.monotonic() - t0)}
+    with open(console_log, errors="replace") as f:
+        console_text = f.read()
+    rows = []
+    thp = _read(os.path.join(out, "thp"))
+    if thp:
+        facts["thp"] = thp.strip().split(":", 1)[-1].strip()
+    status = _read(os.path.join(out, "status"))
+    log = _read(os.path.join(out, "kselftest.log"))
+    rows = parse_kselftest(log or "")
+    if hung:
+        rows.append(("(guest)", "guest finished", "fail", hung))
+    elif status is None:
+        rows.append(("(guest)", "guest finished", "fail",
+                     "the guest stopped before the selftests finished (see the console)"))
+    elif status.strip() != "0" and not any(r[2] == "fail" for r in rows):
+        rows.append(("(guest)", "make run_tests", "fail", f"exited {status.strip()}"))
+    return rows, console_text, facts
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def parse_kselftest(text):
+    """Rows from make run_tests output: one per subtest, one per program, one
+    for the runner when it failed (e.g. its timeout)."""
+    root = ktap.parse(text, hash_nesting=True)
+    rows = []
+    if not root.children:
+        return [("(kselftest)", "TAP output", "fail", "no kselftest TAP in the output")]
+    for runner in root.children:            # "selftests: mm: run_vmtests.sh"
+        programs = runner.children
+        for prog in programs:
+            pname = prog.name or "(unnamed)"
+            for sub in prog.children:
+                status = sub.status or "fail"
+                reason = sub.reason if sub.status else "no result line (crashed or hung)"
+                rows.append((pname, sub.name, status, reason))
+            missing = ktap.check_plan(prog)
+            if missing:
+                rows.append((pname, "(incomplete)", "fail", missing))
+            pstatus = prog.status or "fail"
+            preason = prog.reason
+            if pstatus == "skip":
+                preason = prog.skip_reason or preason or "skipped"
+            elif pstatus == "fail" and not preason:
+                preason = "no result line (crashed or hung)" if not prog.status else "failed"
+            rows.append((pname, "(program)", pstatus, preason))
+        if runner.status != "pass" and not (runner.status == "skip" and programs):
+            rows.append((runner.name or "(runner)", "(runner)", runner.status or "fail",
+                         runner.reason or "the runner did not finish"))
+        missing = ktap.check_plan(runner)
+        if missing and not programs:
+            rows.append((runner.name or "(runner)", "(incomplete)", "fail", missing))
+    return rows
+
+
+def _first_error(log):
+    try:
+        with open(log, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "no log"
+    for line in lines:
+        if re.search(r"error:|Error \d|\*\*\*", line):
+            return line.strip()[:200]
+    return lines[-1].strip()[:200] if lines else "no output"
