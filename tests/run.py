@@ -11,7 +11,7 @@ import helpers  # noqa: E402,F401  (sets the import path for gatelib)
 from gatelib import common, deps  # noqa: E402
 
 MODULES = [
-    "test_console", "test_ktap", "test_verdict", "test_gate_input",
+    "test_console", "test_ktap", "test_verdict", "test_guest", "test_gate_input",
     "test_series", "test_gate_run",
 ]
 

@@ -1,5 +1,7 @@
-"""The gate end to end on the real tree: the full run, one selected suite, a
-filter that selects nothing, and a guest that hangs."""
+"""The gate end to end on the real tree: the full run (KUnit and our
+kselftests), one selected suite, a filter that selects nothing, upstream's
+own category in the same guest, THP off (skips are not passes), and hung
+guests."""
 
 import json
 import os
@@ -11,6 +13,7 @@ from helpers import run_tool
 from gatelib import common, tree
 
 SUITES = {"pmd_ptlock_lockptr", "pmd_ptlock_deposit", "pmd_ptlock_ctor"}
+PROGRAMS = {"pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork"}
 
 
 def gate_json(args, name):
@@ -56,9 +59,22 @@ class TheGateOnTheRealTree(unittest.TestCase):
         self.assertEqual({x["suite"] for x in rows}, SUITES)
         self.assertEqual([x for x in rows if x["status"] != "pass"], [])
 
-    def test_the_console_was_scanned_and_is_clean(self):
+    def test_both_consoles_were_scanned_and_are_clean(self):
         cons = [x for x in self.data["results"] if x["kind"] == "console"]
-        self.assertEqual([(x["name"], x["status"]) for x in cons], [("console clean", "pass")])
+        self.assertEqual(sorted((x["suite"], x["name"], x["status"]) for x in cons),
+                         [("guest console", "console clean", "pass"),
+                          ("kunit console", "console clean", "pass")])
+
+    def test_our_three_kselftests_pass_with_each_subtest_listed(self):
+        ks = [x for x in self.data["results"] if x["kind"] == "kselftest"]
+        self.assertEqual({x["suite"] for x in ks}, PROGRAMS)
+        self.assertEqual([x for x in ks if x["status"] != "pass"], [])
+        for prog in PROGRAMS:
+            subs = [x for x in ks if x["suite"] == prog and not x["name"].startswith("(")]
+            self.assertGreaterEqual(len(subs), 6, prog)
+
+    def test_the_guest_ran_with_thp_always(self):
+        self.assertIn("[always]", self.data["configs"]["default"]["thp"])
 
     def test_the_split_lock_configuration_is_reported(self):
         facts = self.data["configs"]["default"]
@@ -78,6 +94,30 @@ class TheGateSelectsAndRefuses(unittest.TestCase):
         r, data = gate_json(["--only", "kunit", "--filter", "no_such_suite*"], "empty")
         self.assertEqual(r.returncode, 1)
         self.assertEqual(data["verdict"], "fail")
+
+    def test_the_guest_runs_an_upstream_category_without_our_tests(self):
+        r, data = gate_json(["--only", "kselftest", "--kselftests", "mremap"], "upstream")
+        ks = [x for x in data["results"] if x["kind"] == "kselftest"]
+        self.assertIn("mremap_test", {x["suite"] for x in ks})
+        self.assertFalse(PROGRAMS & {x["suite"] for x in ks})
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:])
+
+    def test_with_thp_never_our_kselftests_skip_and_the_gate_fails(self):
+        r, data = gate_json(["--only", "kselftest", "--thp", "never"], "never")
+        progs = {x["suite"]: x for x in data["results"]
+                 if x["kind"] == "kselftest" and x["name"] == "(program)"}
+        self.assertEqual(set(progs), PROGRAMS)
+        for p in progs.values():
+            self.assertEqual(p["status"], "skip")
+            self.assertIn("never", p["reason"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(data["verdict"], "fail")
+
+    def test_a_hung_kselftest_guest_is_killed_and_fails(self):
+        r, data = gate_json(["--only", "kselftest", "--timeout", "20", "--qemu-args=-S"], "khang")
+        self.assertEqual(r.returncode, 1)
+        fails = [x for x in data["results"] if x["status"] == "fail"]
+        self.assertTrue(any("hung" in x["reason"] for x in fails), fails)
 
     def test_a_hung_guest_is_killed_and_fails(self):
         # -S: QEMU starts with its CPUs stopped, so the kernel never prints.

@@ -368,6 +368,71 @@ static inline int pt_case_results(const char *const *names)
 	return n + 2;
 }
 
+/*
+ * Background traffic: fault a THP in, walk it, check it and zap it, over
+ * and over, until *stop; failures go to check number check of the report.
+ */
+struct pt_traffic {
+	pthread_t tid;
+	char *chunk;
+	int id;
+	int check;
+	struct pt_report *r;
+	volatile int *stop;
+};
+
+static inline void *pt_traffic(void *arg)
+{
+	struct pt_traffic *t = arg;
+	uint64_t n = 0;
+
+	while (!*t->stop) {
+		uint64_t seed = ((uint64_t)t->id << 40) | n++;
+		long bad;
+
+		pt_fill(t->chunk, pmdsize, seed);
+		madvise(t->chunk, pmdsize, MADV_POPULATE_READ);
+		bad = pt_verify(t->chunk, pmdsize, seed);
+		pt_check(t->r, t->check, bad < 0, "traffic %d: word %ld differs",
+			 t->id, bad);
+		madvise(t->chunk, pmdsize, MADV_DONTNEED);
+	}
+	return NULL;
+}
+
+/* Start nr traffic threads on the chunks chunk(i); NULL on failure. */
+static inline struct pt_traffic *pt_traffic_start(int nr, char *(*chunk)(int i, void *arg),
+						  void *arg, int check,
+						  struct pt_report *r,
+						  volatile int *stop)
+{
+	struct pt_traffic *t = calloc(nr, sizeof(*t));
+	int i;
+
+	if (!t)
+		return NULL;
+	for (i = 0; i < nr; i++) {
+		t[i].id = i;
+		t[i].chunk = chunk(i, arg);
+		t[i].check = check;
+		t[i].r = r;
+		t[i].stop = stop;
+		if (pthread_create(&t[i].tid, NULL, pt_traffic, &t[i]))
+			return NULL;
+	}
+	return t;
+}
+
+static inline void pt_traffic_stop(struct pt_traffic *t, int nr, volatile int *stop)
+{
+	int i;
+
+	*stop = 1;
+	for (i = 0; i < nr; i++)
+		pthread_join(t[i].tid, NULL);
+	free(t);
+}
+
 /* Threads: the -t argument, else 4 per online CPU (the seed's many faulters). */
 static inline int pt_threads(int argc, char **argv, int *rounds)
 {

@@ -46,30 +46,18 @@ static const char *const checks[] = {
 
 static int nr_threads, rounds = 8;
 
-struct traffic {
-	pthread_t tid;
-	char *chunk;
-	int id;
-	struct pt_report *r;
-	volatile int *stop;
+struct traffic_layout {
+	char *base;
+	bool other_table;
 };
 
-static void *traffic(void *arg)
+/* Traffic chunk i: past the forked chunks, in another table for odd i if asked. */
+static char *traffic_chunk(int i, void *arg)
 {
-	struct traffic *t = arg;
-	uint64_t n = 0;
+	struct traffic_layout *l = arg;
+	bool other = l->other_table && i % 2;
 
-	while (!*t->stop) {
-		uint64_t seed = ((uint64_t)t->id << 40) | n++;
-		long bad;
-
-		pt_fill(t->chunk, pmdsize, seed);
-		bad = pt_verify(t->chunk, pmdsize, seed);
-		pt_check(t->r, C_TRAFFIC, bad < 0, "traffic %d: word %ld differs",
-			 t->id, bad);
-		madvise(t->chunk, pmdsize, MADV_DONTNEED);
-	}
-	return NULL;
+	return l->base + other * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
 }
 
 static uint64_t parent_seed(int chunk)
@@ -105,14 +93,14 @@ static int child(char *base, struct pt_report *r, int round)
 static int fork_case(void *arg, struct pt_report *r)
 {
 	const struct variant *v = arg;
+	struct traffic_layout layout;
 	volatile int stop = 0;
-	struct traffic *t;
+	struct pt_traffic *t;
 	int i, round, status;
 	char *base;
 
 	base = pt_map_aligned(2 * PT_GIB, PT_GIB, true);
-	t = calloc(nr_threads, sizeof(*t));
-	if (!base || !t)
+	if (!base)
 		return 2;
 	for (i = 0; i < NR_CHUNKS; i++) {
 		char *c = base + i * pmdsize;
@@ -126,16 +114,11 @@ static int fork_case(void *arg, struct pt_report *r)
 			pt_check(r, C_PARENT_HUGE, pt_is_thp(c), "chunk %d is not a THP", i);
 		}
 	}
-	for (i = 0; i < nr_threads; i++) {
-		bool other = v->traffic_other_table && i % 2;
-
-		t[i].id = i;
-		t[i].chunk = base + other * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
-		t[i].r = r;
-		t[i].stop = &stop;
-		if (pthread_create(&t[i].tid, NULL, traffic, &t[i]))
-			return 2;
-	}
+	layout.base = base;
+	layout.other_table = v->traffic_other_table;
+	t = pt_traffic_start(nr_threads, traffic_chunk, &layout, C_TRAFFIC, r, &stop);
+	if (!t)
+		return 2;
 
 	for (round = 0; round < rounds; round++) {
 		pid_t pid = fork();
@@ -157,9 +140,7 @@ static int fork_case(void *arg, struct pt_report *r)
 		}
 	}
 
-	stop = 1;
-	for (i = 0; i < nr_threads; i++)
-		pthread_join(t[i].tid, NULL);
+	pt_traffic_stop(t, nr_threads, &stop);
 	munmap(base, 2 * PT_GIB);
 	return 0;
 }

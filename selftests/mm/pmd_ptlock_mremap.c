@@ -49,32 +49,10 @@ static const char *const checks[] = {
 
 static int nr_threads, rounds = 16;
 
-struct traffic {
-	pthread_t tid;
-	char *chunk;
-	int id;
-	struct pt_report *r;
-	volatile int *stop;
-};
-
-/* Fault, check and zap a THP in one of the tables until told to stop. */
-static void *traffic(void *arg)
+/* Traffic chunk i: in region A for even i, in region B for odd i. */
+static char *traffic_chunk(int i, void *base)
 {
-	struct traffic *t = arg;
-	uint64_t n = 0;
-
-	while (!*t->stop) {
-		uint64_t seed = ((uint64_t)t->id << 40) | n++;
-		long bad;
-
-		pt_fill(t->chunk, pmdsize, seed);
-		madvise(t->chunk, pmdsize, MADV_POPULATE_READ);
-		bad = pt_verify(t->chunk, pmdsize, seed);
-		pt_check(t->r, C_TRAFFIC, bad < 0, "traffic %d: word %ld differs",
-			 t->id, bad);
-		madvise(t->chunk, pmdsize, MADV_DONTNEED);
-	}
-	return NULL;
+	return (char *)base + (i % 2) * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
 }
 
 static int move_case(void *arg, struct pt_report *r)
@@ -83,14 +61,13 @@ static int move_case(void *arg, struct pt_report *r)
 	size_t len = NR_CHUNKS * pmdsize;
 	unsigned long pfn[NR_CHUNKS];
 	volatile int stop = 0;
-	struct traffic *t;
+	struct pt_traffic *t;
 	char *base, *a, *b;
 	int i, round;
 
 	/* Region A and, 1 GiB on, region B: one PMD table each. */
 	base = pt_map_aligned(2 * PT_GIB, PT_GIB, true);
-	t = calloc(nr_threads, sizeof(*t));
-	if (!base || !t)
+	if (!base)
 		return 2;
 	a = base + 8 * pmdsize;
 	b = m->cross ? base + PT_GIB + 16 * pmdsize : base + 64 * pmdsize;
@@ -98,14 +75,9 @@ static int move_case(void *arg, struct pt_report *r)
 	if (m->kind == MOVE_SMALL && madvise(a, len, MADV_NOHUGEPAGE))
 		return 2;
 
-	for (i = 0; i < nr_threads; i++) {
-		t[i].id = i;
-		t[i].chunk = base + (i % 2) * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
-		t[i].r = r;
-		t[i].stop = &stop;
-		if (pthread_create(&t[i].tid, NULL, traffic, &t[i]))
-			return 2;
-	}
+	t = pt_traffic_start(nr_threads, traffic_chunk, base, C_TRAFFIC, r, &stop);
+	if (!t)
+		return 2;
 
 	pt_fill(a, len, 0xa5);
 	for (round = 0; round < rounds; round++) {
@@ -138,9 +110,7 @@ static int move_case(void *arg, struct pt_report *r)
 			 "round %d: old range still mapped", round);
 	}
 
-	stop = 1;
-	for (i = 0; i < nr_threads; i++)
-		pthread_join(t[i].tid, NULL);
+	pt_traffic_stop(t, nr_threads, &stop);
 	/* Unmapping zaps the moved range: its deposit must be in its new table. */
 	munmap(base, 2 * PT_GIB);
 	return 0;

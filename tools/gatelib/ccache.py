@@ -8,6 +8,8 @@ WRAPPERS = "/usr/lib/ccache"
 def env(cache):
     """The environment for a build under cache/ (its own ccache dir, 10 GiB cap)."""
     e = dict(os.environ)
+    # kunit.py's bytecode would otherwise land in the tree and make it dirty.
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
     if os.path.isdir(WRAPPERS):
         e["PATH"] = WRAPPERS + os.pathsep + e.get("PATH", "")
         e["CCACHE_DIR"] = os.path.join(cache, "ccache")

@@ -1,6 +1,7 @@
 """Shared helpers: errors, paths, running commands with progress and a bound."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,3 +121,16 @@ def kill_group(proc):
             proc.wait(timeout=5)
     except ProcessLookupError:
         pass
+
+
+def first_error(log_path):
+    """The first line of a build log that looks like the error, else its last line."""
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return "no log"
+    for line in lines:
+        if re.search(r"error:|\bError \d|\*\*\*|ERROR", line):
+            return line.strip()[:200]
+    return lines[-1].strip()[:200] if lines else "no output"

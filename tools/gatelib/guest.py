@@ -9,7 +9,7 @@ import shutil
 import time
 
 from . import ktap
-from .common import REPO, GateError, StepTimeout, run_logged, say
+from .common import REPO, GateError, StepTimeout, first_error, run_logged, say
 
 BASE_FRAGMENT = "kernel/configs/kvm_guest.config"
 INIT = os.path.join(REPO, "tools", "guest-init")
@@ -88,7 +88,7 @@ def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
     rc = run_logged(["make", f"O={build}", f"-j{jobs}", "bzImage"], log, "guest build", timeout,
                     cwd=tree, env=env)
     if rc != 0:
-        raise GateError(f"guest kernel build failed: {_first_error(log)} (log: {log})")
+        raise GateError(f"guest kernel build failed: {first_error(log)} (log: {log})")
     return os.path.join(build, "arch", "x86", "boot", "bzImage")
 
 
@@ -100,7 +100,7 @@ def build_selftests(tree, build, log_dir, env, jobs, timeout=1800):
                 ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}", f"-j{jobs}"]):
         rc = run_logged(cmd, log, "selftests build", timeout, cwd=tree, env=env)
         if rc != 0:
-            raise GateError(f"selftests build failed: {_first_error(log)} (log: {log})")
+            raise GateError(f"selftests build failed: {first_error(log)} (log: {log})")
     return os.path.join(build, "kselftest", "mm")
 
 
@@ -203,15 +203,3 @@ def parse_kselftest(text):
         if missing and not programs:
             rows.append((runner.name or "(runner)", "(incomplete)", "fail", missing))
     return rows
-
-
-def _first_error(log):
-    try:
-        with open(log, errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return "no log"
-    for line in lines:
-        if re.search(r"error:|Error \d|\*\*\*", line):
-            return line.strip()[:200]
-    return lines[-1].strip()[:200] if lines else "no output"

@@ -11,7 +11,8 @@ import re
 TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 VERSION = re.compile(r"^(K?TAP) version \d+\s*$")
 PLAN = re.compile(r"^1\.\.(\d+)(?:\s*#\s*SKIP\b[:\s]*(.*))?", re.I)
-RESULT = re.compile(r"^(not ok|ok)\s+(\d+)(?:\s+-)?\s*(.*?)\s*(?:#\s*(SKIP|TODO)\b[:\s]*(.*))?$", re.I)
+RESULT = re.compile(r"^(not ok|ok)\s+(\d+)(?:\s+-)?\s*(.*?)\s*(?:#\s*(.*))?$", re.I)
+DIRECTIVE = re.compile(r"^(SKIP|TODO)\b[:\s]*(.*)$", re.I)
 SUBTEST = re.compile(r"^#\s*Subtest:\s*(.*)$")
 
 
@@ -113,10 +114,14 @@ def parse(text, hash_nesting=False):
             continue
         rm = RESULT.match(body)
         if rm:
-            ok, _num, name, directive, reason = rm.groups()
+            ok, _num, name, directive = rm.groups()
             status = "pass" if ok.lower() == "ok" else "fail"
-            if directive and directive.upper() == "SKIP":
-                status = "skip"
+            reason = (directive or "").strip()
+            dm = DIRECTIVE.match(reason)
+            if dm:
+                reason = dm.group(2)
+                if dm.group(1).upper() == "SKIP":
+                    status = "skip"
             # An open subtest at this level with this name (or none yet) is this result.
             node = None
             for c in reversed(cur.children):
@@ -130,7 +135,8 @@ def parse(text, hash_nesting=False):
             node.status = status
             node.reason = (reason or "").strip()
             if status == "fail":
-                node.reason = _failure_reason(node.diag + cur.diag) or node.reason
+                diag = _failure_reason(node.diag + cur.diag)
+                node.reason = "; ".join(x for x in (node.reason, diag) if x)
             cur.diag = []
             continue
         sm = SUBTEST.match(body)

@@ -6,7 +6,7 @@ import shlex
 import time
 
 from . import ccache, console, ktap
-from .common import GateError, StepTimeout, run_logged, say
+from .common import GateError, StepTimeout, first_error, run_logged, say
 
 HANG = re.compile(r"timed out after (\d+) seconds")
 
@@ -97,15 +97,3 @@ def config_facts(config_path):
     except OSError:
         pass
     return facts
-
-
-def first_error(log_path):
-    try:
-        with open(log_path, errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return "no log"
-    for line in lines:
-        if re.search(r"\berror\b|Error \d|not found|ERROR", line):
-            return line.strip()[:200]
-    return lines[-1].strip()[:200] if lines else "no output"

@@ -3,6 +3,7 @@ git repo with a pristine commit; every run resets it to pristine and applies
 the series with git am."""
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ SRC_DIR = os.environ.get("PMD_GATE_SRC_DIR", "/usr/src")
 DEFAULT_TARBALL = os.path.join(SRC_DIR, "linux-source-6.12.tar.xz")
 PRISTINE_TAG = "pristine"
 STAMP = "pmd-gate-pristine"  # in .git/: "<version> <tarball size> <tarball mtime>"
+APPLIED = "pmd-gate-applied"  # in .git/: "<series digest> <HEAD>" after a clean apply
 
 
 def makefile_version(tree):
@@ -119,6 +121,9 @@ def prepare(cache, tarball):
 
 def reset_pristine(tree):
     """Back to the pristine commit, whatever an earlier run left behind."""
+    applied = os.path.join(tree, ".git", APPLIED)
+    if os.path.exists(applied):
+        os.unlink(applied)
     if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
         git(tree, "am", "--abort", check=False)
     git(tree, "checkout", "-q", "-f", "--detach", PRISTINE_TAG)
@@ -134,8 +139,41 @@ def series_files(patch_dir):
     return files
 
 
+def _series_digest(patches):
+    h = hashlib.sha256()
+    for p in patches:
+        with open(p, "rb") as f:
+            h.update(os.path.basename(p).encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def _already_applied(tree, digest):
+    """The tree is exactly pristine + this series (same patches, nothing else)."""
+    try:
+        with open(os.path.join(tree, ".git", APPLIED)) as f:
+            rec_digest, rec_head = f.read().split()
+    except (OSError, ValueError):
+        return False
+    head = git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
+    if rec_digest != digest or rec_head != head:
+        return False
+    if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
+        return False
+    return git(tree, "status", "--porcelain", "--ignored").stdout == ""
+
+
 def apply_series(tree, version, patches):
-    """git am each patch on pristine; on conflict: one line, tree back to pristine."""
+    """git am each patch on pristine; on conflict: one line, tree back to pristine.
+
+    A tree verified to be pristine + these very patches, with nothing else in
+    it, is left as it is, so unchanged files keep their times and incremental
+    builds stay incremental."""
+    digest = _series_digest(patches)
+    if _already_applied(tree, digest):
+        return git(tree, "rev-parse", "HEAD").stdout.strip()
+    applied = os.path.join(tree, ".git", APPLIED)
+    if os.path.exists(applied):
+        os.unlink(applied)
     reset_pristine(tree)
     for p in patches:
         r = git(tree, "am", "-q", "--keep-cr", p, check=False)
@@ -143,4 +181,7 @@ def apply_series(tree, version, patches):
             git(tree, "am", "--abort", check=False)
             reset_pristine(tree)
             raise GateError(f"patch {os.path.basename(p)} does not apply on linux {version}")
-    return git(tree, "rev-parse", "HEAD").stdout.strip()
+    head = git(tree, "rev-parse", "HEAD").stdout.strip()
+    with open(applied, "w") as f:
+        f.write(f"{digest} {head}\n")
+    return head
