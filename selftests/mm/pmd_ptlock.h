@@ -78,36 +78,49 @@ static inline long pt_pagetables_kb(void)
 	return pt_proc_value("/proc/meminfo", "PageTables");
 }
 
-/* kpageflags of the page mapped at addr, or 0 when none or unreadable. */
-static inline uint64_t pt_page_flags(void *addr)
+/*
+ * /proc/self/pagemap of the calling process: a descriptor opened before a
+ * fork() still reads the parent's page tables, so reopen in a new process.
+ */
+static inline int pt_pagemap_fd(void)
 {
-	static int pagemap = -1, kpageflags = -1;
-	unsigned long pfn;
-	uint64_t flags;
+	static int fd = -1;
+	static pid_t owner;
 
-	if (pagemap < 0)
-		pagemap = open("/proc/self/pagemap", O_RDONLY);
-	if (kpageflags < 0)
-		kpageflags = open("/proc/kpageflags", O_RDONLY);
-	if (pagemap < 0 || kpageflags < 0)
-		return 0;
-	pfn = pagemap_get_pfn(pagemap, addr);
-	if (pfn == -1UL)
-		return 0;
-	if (pread(kpageflags, &flags, sizeof(flags), pfn * sizeof(flags)) !=
-	    sizeof(flags))
-		return 0;
-	return flags;
+	if (fd >= 0 && owner != getpid()) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		fd = open("/proc/self/pagemap", O_RDONLY);
+		owner = getpid();
+	}
+	return fd;
 }
 
 /* The PFN mapped at addr (root only), or -1UL. */
 static inline unsigned long pt_pfn(void *addr)
 {
-	static int pagemap = -1;
+	int fd = pt_pagemap_fd();
 
-	if (pagemap < 0)
-		pagemap = open("/proc/self/pagemap", O_RDONLY);
-	return pagemap < 0 ? -1UL : pagemap_get_pfn(pagemap, addr);
+	return fd < 0 ? -1UL : pagemap_get_pfn(fd, addr);
+}
+
+/* kpageflags of the page mapped at addr, or 0 when none or unreadable. */
+static inline uint64_t pt_page_flags(void *addr)
+{
+	static int kpageflags = -1;
+	unsigned long pfn = pt_pfn(addr);
+	uint64_t flags;
+
+	if (kpageflags < 0)
+		kpageflags = open("/proc/kpageflags", O_RDONLY);
+	if (pfn == -1UL || kpageflags < 0)
+		return 0;
+	if (pread(kpageflags, &flags, sizeof(flags), pfn * sizeof(flags)) !=
+	    sizeof(flags))
+		return 0;
+	return flags;
 }
 
 /* Mapped by an anonymous THP (not the huge zero page). */
@@ -316,6 +329,13 @@ static inline void pt_run_case(const char *what, const char *const *names,
 	int i, status, tries;
 	pid_t pid;
 
+	/*
+	 * PageTables is global: let the processes reading our output (the
+	 * kselftest runner's pipeline) settle before the baseline, and take
+	 * the second reading before printing anything more.
+	 */
+	fflush(stdout);
+	usleep(200 * 1000);
 	before = pt_pagetables_kb();
 	pid = fork();
 	if (pid < 0)
@@ -324,6 +344,13 @@ static inline void pt_run_case(const char *what, const char *const *names,
 		_exit(fn(arg, r));
 	if (waitpid(pid, &status, 0) != pid)
 		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
+	/* Other processes may free tables meanwhile, never add ours back. */
+	for (tries = 0; tries < 20; tries++) {
+		after = pt_pagetables_kb();
+		if (after <= before)
+			break;
+		usleep(50 * 1000);
+	}
 
 	for (i = 0; i < r->nr; i++) {
 		struct pt_check *c = &r->check[i];
@@ -343,13 +370,6 @@ static inline void pt_run_case(const char *what, const char *const *names,
 	ksft_test_result(WIFEXITED(status) && !WEXITSTATUS(status),
 			 "%s: workload exited cleanly\n", what);
 
-	/* Other processes may free tables meanwhile, never add ours back. */
-	for (tries = 0; tries < 20; tries++) {
-		after = pt_pagetables_kb();
-		if (after <= before)
-			break;
-		usleep(50 * 1000);
-	}
 	if (after > before)
 		ksft_print_msg("%s: PageTables %ld kB before, %ld kB after\n",
 			       what, before, after);

@@ -97,7 +97,8 @@ def build_selftests(tree, build, log_dir, env, jobs, timeout=1800):
     log = os.path.join(log_dir, "selftests-build.log")
     say(f"guest: building selftests/mm on the host; log {log}")
     for cmd in (["make", f"O={build}", "-s", "headers"],
-                ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}", f"-j{jobs}"]):
+                ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}",
+                 "building_out_of_srctree=1", f"-j{jobs}"]):
         rc = run_logged(cmd, log, "selftests build", timeout, cwd=tree, env=env)
         if rc != 0:
             raise GateError(f"selftests build failed: {first_error(log)} (log: {log})")
@@ -149,7 +150,7 @@ def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu
     rows = []
     thp = _read(os.path.join(out, "thp"))
     if thp:
-        facts["thp"] = thp.strip().split(":", 1)[-1].strip()
+        facts["thp"] = thp.strip()
     status = _read(os.path.join(out, "status"))
     log = _read(os.path.join(out, "kselftest.log"))
     rows = parse_kselftest(log or "")
