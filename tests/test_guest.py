@@ -69,6 +69,12 @@ class KselftestEdgeCases(unittest.TestCase):
         self.assertIn("fail", [r[2] for r in rows])
         self.assertTrue(any("TIMEOUT" in r[3] for r in rows), rows)
 
+    def test_an_xfail_is_a_pass_named_by_its_message(self):
+        text = self.HEAD + ("# # TAP version 13\n# # 1..1\n# # ok 1 # XFAIL mremap - Overlapping\n"
+                            "# ok 1 mremap_test\n# 1..1\nok 1 selftests: mm: run_vmtests.sh\n")
+        progs = by_prog(guest.parse_kselftest(text))
+        self.assertEqual(progs["mremap_test"]["mremap - Overlapping"][0], "pass")
+
     def test_no_tap_at_all_is_one_failure(self):
         rows = guest.parse_kselftest("make: *** No rule to make target 'run_tests'.\n")
         self.assertEqual([(r[1], r[2]) for r in rows], [("TAP output", "fail")])

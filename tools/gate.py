@@ -60,6 +60,8 @@ def parse_args(argv):
                     help="QEMU accelerator (default tcg; kvm only where it is known to boot)")
     ap.add_argument("--smp", type=int, default=2, metavar="N", help="guest vCPUs (default %(default)s)")
     ap.add_argument("--jobs", type=int, default=0, metavar="N", help="make -j (default: CPUs)")
+    ap.add_argument("--mem", default="4G", metavar="SIZE",
+                    help="kselftest guest memory (default %(default)s: upstream's mremap_test maps 2 GiB)")
     ap.add_argument("--qemu-args", default="", metavar="ARGS", help="extra QEMU arguments (one string)")
     ap.add_argument("--no-install", action="store_true",
                     help="never apt-get install missing packages; fail naming them instead")
@@ -88,7 +90,8 @@ def run_kselftests(args, src, cache, build_root, log_dir, jobs, verdict):
         facts[f"guest_{sym}"] = config.get(sym, "n")
     rows, text, boot_facts = guest.boot(src, build, kernel, log_dir, args.kselftests,
                                         accel=args.accel, smp=args.smp, timeout=args.timeout,
-                                        extra_qemu=args.qemu_args, thp=args.thp)
+                                        extra_qemu=args.qemu_args, thp=args.thp,
+                                        mem=args.mem)
     facts.update(boot_facts)
     verdict.info[cfg].update(facts)
     verdict.add_rows(cfg, "kselftest", rows)

@@ -117,6 +117,9 @@ def parse(text, hash_nesting=False):
             ok, _num, name, directive = rm.groups()
             status = "pass" if ok.lower() == "ok" else "fail"
             reason = (directive or "").strip()
+            if not name and reason.upper().startswith("XFAIL"):
+                # kselftest's "ok N # XFAIL msg": an expected failure, named by msg.
+                name, reason = reason[5:].strip(), "expected failure (XFAIL)"
             dm = DIRECTIVE.match(reason)
             if dm:
                 reason = dm.group(2)
