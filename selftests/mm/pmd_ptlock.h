@@ -254,11 +254,13 @@ static inline const char *pt_thp_unavailable(void)
 	pt_fill(p, pmdsize, 1);
 	after = pt_vmstat("thp_fault_alloc");
 	if (!pt_is_thp(p))
-		snprintf(why, sizeof(why), "a written MADV_HUGEPAGE chunk is not a THP (kpageflags)");
+		snprintf(why, sizeof(why),
+			 "a written MADV_HUGEPAGE chunk is not a THP (kpageflags)");
 	else if (!check_huge_anon(p, 1, pmdsize))
 		snprintf(why, sizeof(why), "AnonHugePages in smaps does not show the THP");
 	else if (after <= before)
-		snprintf(why, sizeof(why), "thp_fault_alloc did not move (%ld -> %ld)", before, after);
+		snprintf(why, sizeof(why), "thp_fault_alloc did not move (%ld -> %ld)",
+			 before, after);
 	else
 		why[0] = 0;
 	munmap(p, pmdsize);
@@ -322,7 +324,8 @@ static inline void pt_check(struct pt_report *r, int i, bool ok, const char *fmt
  * named "<what>: <check>".
  */
 static inline void pt_run_case(const char *what, const char *const *names,
-			int (*fn)(void *arg, struct pt_report *r), void *arg)
+			       int (*fn)(void *arg, struct pt_report *r),
+			       void *arg)
 {
 	struct pt_report *r = pt_report_new(names);
 	long before, after = -1;
@@ -398,7 +401,7 @@ struct pt_traffic {
 	int id;
 	int check;
 	struct pt_report *r;
-	volatile int *stop;
+	int *stop;
 };
 
 static inline void *pt_traffic(void *arg)
@@ -406,7 +409,7 @@ static inline void *pt_traffic(void *arg)
 	struct pt_traffic *t = arg;
 	uint64_t n = 0;
 
-	while (!*t->stop) {
+	while (!__atomic_load_n(t->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t seed = ((uint64_t)t->id << 40) | n++;
 		long bad;
 
@@ -424,7 +427,7 @@ static inline void *pt_traffic(void *arg)
 static inline struct pt_traffic *pt_traffic_start(int nr, char *(*chunk)(int i, void *arg),
 						  void *arg, int check,
 						  struct pt_report *r,
-						  volatile int *stop)
+						  int *stop)
 {
 	struct pt_traffic *t = calloc(nr, sizeof(*t));
 	int i;
@@ -443,11 +446,11 @@ static inline struct pt_traffic *pt_traffic_start(int nr, char *(*chunk)(int i, 
 	return t;
 }
 
-static inline void pt_traffic_stop(struct pt_traffic *t, int nr, volatile int *stop)
+static inline void pt_traffic_stop(struct pt_traffic *t, int nr, int *stop)
 {
 	int i;
 
-	*stop = 1;
+	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < nr; i++)
 		pthread_join(t[i].tid, NULL);
 	free(t);

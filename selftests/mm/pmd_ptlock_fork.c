@@ -65,8 +65,8 @@ static uint64_t parent_seed(int chunk)
 	return 0x5eed0000ULL | chunk;
 }
 
-/* The child: check what fork() copied, then break COW everywhere. */
-static int child(char *base, struct pt_report *r, int round)
+/* In the child: check what fork() copied, then break COW everywhere. */
+static int check_and_write_copies(char *base, struct pt_report *r, int round)
 {
 	int i;
 
@@ -94,7 +94,7 @@ static int fork_case(void *arg, struct pt_report *r)
 {
 	const struct variant *v = arg;
 	struct traffic_layout layout;
-	volatile int stop = 0;
+	int stop = 0;
 	struct pt_traffic *t;
 	int i, round, status;
 	char *base;
@@ -126,7 +126,7 @@ static int fork_case(void *arg, struct pt_report *r)
 		if (pid < 0)
 			return 2;
 		if (!pid)
-			_exit(child(base, r, round));
+			_exit(check_and_write_copies(base, r, round));
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status))
 			pt_check(r, C_CHILD_SEES, false, "round %d: child died (status %#x)",

@@ -60,7 +60,7 @@ static int move_case(void *arg, struct pt_report *r)
 	const struct move *m = arg;
 	size_t len = NR_CHUNKS * pmdsize;
 	unsigned long pfn[NR_CHUNKS];
-	volatile int stop = 0;
+	int stop = 0;
 	struct pt_traffic *t;
 	char *base, *a, *b;
 	int i, round;
