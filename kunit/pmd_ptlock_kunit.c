@@ -34,11 +34,20 @@
 
 static const bool split_pmd = IS_ENABLED(CONFIG_SPLIT_PMD_PTLOCKS);
 
-/* The per-mm deposit queue, which exists only without split PMD locks. */
+/*
+ * The per-mm deposit queue exists only without split PMD locks, a table's
+ * own lock (ptlock_ptr()) only with split PTE locks: both configurations
+ * compile every case, each asserting what its configuration guarantees.
+ */
 #ifdef CONFIG_SPLIT_PMD_PTLOCKS
-#define PT_MM_QUEUE(mm)	((void)(mm), (pgtable_t *)NULL)
+#define PT_MM_QUEUE(mm)		((void)(mm), (pgtable_t *)NULL)
 #else
-#define PT_MM_QUEUE(mm)	(&(mm)->pmd_huge_pte)
+#define PT_MM_QUEUE(mm)		(&(mm)->pmd_huge_pte)
+#endif
+#ifdef CONFIG_SPLIT_PTE_PTLOCKS
+#define PT_TABLE_LOCK(ptdesc)	ptlock_ptr(ptdesc)
+#else
+#define PT_TABLE_LOCK(ptdesc)	((void)(ptdesc), (spinlock_t *)NULL)
 #endif
 
 static void pt_mm_release(void *data)
@@ -147,7 +156,7 @@ static void pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock(struct kunit *test)
 	if (split_pmd) {
 		/* The lock lives in the PMD table's own ptdesc... */
 		KUNIT_EXPECT_PTR_EQ(test, pmd_lockptr(mm, pmd),
-				    ptlock_ptr(virt_to_ptdesc(table)));
+				    PT_TABLE_LOCK(virt_to_ptdesc(table)));
 		/* ...and is not the lock every other table of the mm shares. */
 		KUNIT_EXPECT_PTR_NE(test, pmd_lockptr(mm, pmd),
 				    &mm->page_table_lock);
@@ -206,7 +215,7 @@ static void pmd_lock_differs_from_the_pte_lock_of_a_table_below(struct kunit *te
 		KUNIT_EXPECT_PTR_NE(test, pmd_lockptr(mm, pmd),
 				    pte_lockptr(mm, pmd));
 		KUNIT_EXPECT_PTR_EQ(test, pte_lockptr(mm, pmd),
-				    ptlock_ptr(page_ptdesc(pmd_page(*pmd))));
+				    PT_TABLE_LOCK(page_ptdesc(pmd_page(*pmd))));
 	} else if (!IS_ENABLED(CONFIG_SPLIT_PTE_PTLOCKS)) {
 		/* Nothing split: both levels take the mm's one lock. */
 		KUNIT_EXPECT_PTR_EQ(test, pte_lockptr(mm, pmd),
@@ -499,7 +508,7 @@ static void pmd_ctor_initialises_a_usable_ptlock(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
 	if (split_pmd) {
-		ptl = ptlock_ptr(ptdesc);
+		ptl = PT_TABLE_LOCK(ptdesc);
 		KUNIT_ASSERT_NOT_NULL(test, ptl);
 		/* Initialised unlocked: it can be taken, and released. */
 		KUNIT_EXPECT_FALSE(test, spin_is_locked(ptl));

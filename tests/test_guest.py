@@ -52,6 +52,13 @@ class KselftestOfASkippingGuest(unittest.TestCase):
 class KselftestEdgeCases(unittest.TestCase):
     HEAD = "TAP version 13\n1..1\n# timeout set to 180\n# selftests: mm: run_vmtests.sh\n# TAP version 13\n"
 
+    def test_a_program_that_hung_is_named_from_the_runners_announcement(self):
+        text = self.HEAD + ("# # -----\n# # running ./pmd_ptlock_fork\n# # -----\n"
+                            "# # TAP version 13\n# # 1..16\n# # # 8 traffic threads\n")
+        progs = by_prog(guest.parse_kselftest(text))
+        self.assertEqual(progs["pmd_ptlock_fork"]["(incomplete)"][0], "fail")
+        self.assertEqual(progs["pmd_ptlock_fork"]["(program)"][0], "fail")
+
     def test_a_program_that_died_mid_plan_fails(self):
         text = self.HEAD + ("# # TAP version 13\n# # 1..3\n# # ok 1 first\n"
                             "# [FAIL]\n# not ok 1 pmd_ptlock_fault # exit=139\n# 1..1\n"

@@ -94,7 +94,7 @@ def parse(text, hash_nesting=False):
         while len(stack) - 1 > depth:
             stack.pop()
         while len(stack) - 1 < depth:
-            child = Node("", len(stack) - 1)
+            child = Node(_announced(stack[-1]), len(stack) - 1)
             stack[-1].children.append(child)
             stack.append(child)
         cur = stack[-1]
@@ -148,6 +148,20 @@ def parse(text, hash_nesting=False):
         else:
             cur.diag.append(body.lstrip("#").strip())
     return root
+
+
+RUNNING = re.compile(r"^running\s+(?:\./)?(\S+)")
+
+
+def _announced(parent):
+    """The program run_vmtests.sh announced ("running ./name") just before a
+    nested TAP opened, so a program that dies before its result line is still
+    named."""
+    for d in reversed(parent.diag[-4:]):
+        m = RUNNING.match(d)
+        if m:
+            return m.group(1)
+    return ""
 
 
 def _failure_reason(diag):
