@@ -87,6 +87,20 @@ class GateRefusesBadInput(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("qemu-system-x86_64", one_line(self, r))
 
+    def test_a_stale_series_is_refused_before_anything_is_built(self):
+        # A copy of the repo whose KUnit source changed after patches/ was generated.
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        copy = os.path.join(self.tmp, "repo")
+        shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        with open(os.path.join(copy, "kunit", "pmd_ptlock_kunit.c"), "a") as f:
+            f.write("/* edited after the series was generated */\n")
+        r = subprocess.run([os.path.join(copy, "tools", "gate"), "--no-install"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        self.assertEqual(r.returncode, 1)
+        line = one_line(self, r)
+        self.assertIn("stale", line)
+        self.assertIn("mkpatches", line)
+
     def test_help_exits_zero(self):
         r = subprocess.run([os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "gate"),
                             "--help"], stdout=subprocess.PIPE, text=True, timeout=20)

@@ -115,6 +115,12 @@ def main(argv):
         tarball = tree.find_tarball(args.tarball, install=not args.no_install)
         src, version = tree.prepare(cache, tarball)
         say(f"tree: linux {version} at {src}")
+        if os.path.abspath(args.patches) == series.PATCH_DIR:
+            # Testing a series that no longer matches the sources would pass silently.
+            drift = series.check(src)
+            if drift:
+                raise GateError(f"patches/ is stale against kunit/, selftests/ or series/ "
+                                f"({', '.join(drift)}): run tools/mkpatches")
         patches = tree.series_files(args.patches)
         head = tree.apply_series(src, version, patches)
         say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
