@@ -6,15 +6,17 @@
  * copy_huge_pmd() takes the child's and the parent's PMD table locks
  * (nested), deposits a freshly allocated page table in the child's table
  * for every huge PMD it copies (THP or huge zero page), and write-protects
- * both sides so the first write copies. Each child checks every chunk,
- * writes its own data into all of them and checks again; the parent checks
- * that its data survived. After every process is gone, PageTables in
- * /proc/meminfo must be back where it was.
+ * both sides so the first write copies. Each child checks every chunk is a
+ * huge PMD holding the parent's data; then the parent writes its side and
+ * the child checks none of it shows, writes its own data into every chunk
+ * and checks it; after the child is gone the parent checks its own data.
+ * After every process is gone, PageTables in /proc/meminfo must be back
+ * where it was.
  *
  * Catches: a copy that skips the deposit or deposits in the wrong table
  * (the child's zap withdraws from an empty queue, or a page table leaks),
- * a copy that is not write-protected (the child's write shows in the
- * parent), a child that sees the wrong page, and races between the copy and
+ * a copy that is not write-protected (one side's write shows in the
+ * other), a child that sees the wrong page, and races between the copy and
  * concurrent faults or zaps (lost data, corrupted queues).
  */
 #define _GNU_SOURCE
@@ -35,7 +37,7 @@ static const char *const checks[] = {
 	[C_PARENT_HUGE] = "parent maps THPs and huge zero pages before fork",
 	[C_CHILD_SEES] = "child sees the parent's data and zeroes",
 	[C_CHILD_HUGE] = "child's copies are huge PMDs",
-	[C_COW] = "child's writes land in its own copies",
+	[C_COW] = "writes after fork stay on their own side (COW)",
 	[C_PARENT_KEEPS] = "parent's data survives every child",
 	[C_TRAFFIC] = "concurrent faults and zaps see their data",
 	NULL
@@ -60,14 +62,25 @@ static char *traffic_chunk(int i, void *arg)
 	return l->base + other * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
 }
 
-static uint64_t parent_seed(int chunk)
+/* What the parent's THP chunk i holds after round r (r = -1: before any fork). */
+static uint64_t parent_seed(int chunk, int round)
 {
-	return 0x5eed0000ULL | chunk;
+	return 0x5eed000000ULL | (uint64_t)(round + 1) << 8 | chunk;
 }
 
-/* In the child: check what fork() copied, then break COW everywhere. */
-static int check_and_write_copies(char *base, struct pt_report *r, int round)
+static uint64_t child_seed(int chunk, int round)
 {
+	return 0xc0ffee0000ULL | (uint64_t)round << 8 | chunk;
+}
+
+/*
+ * In the child: check what fork() copied, let the parent write to its side
+ * of every THP, check none of that shows here, then write to every chunk.
+ */
+static int child_side(char *base, struct pt_report *r, int round, int to_parent,
+		      int from_parent)
+{
+	char token = 'c';
 	int i;
 
 	for (i = 0; i < NR_CHUNKS; i++) {
@@ -75,44 +88,61 @@ static int check_and_write_copies(char *base, struct pt_report *r, int round)
 		bool zero = i % 2;
 
 		pt_check(r, C_CHILD_HUGE, zero ? pt_is_huge_zero(c) : pt_is_thp(c),
-			 "round %d: child's chunk %d is not a huge %s", round, i,
+			 "round %d: the copy of chunk %d is not a huge %s", round, i,
 			 zero ? "zero page" : "THP");
 		pt_check(r, C_CHILD_SEES, zero ? pt_all_zero(c, pmdsize) :
-			 pt_verify(c, pmdsize, parent_seed(i)) < 0,
-			 "round %d: child's chunk %d differs from the parent's", round, i);
+			 pt_verify(c, pmdsize, parent_seed(i, round - 1)) < 0,
+			 "round %d: the copy of chunk %d differs from the parent's", round, i);
 	}
+	if (write(to_parent, &token, 1) != 1 || read(from_parent, &token, 1) != 1)
+		return 3;
+	for (i = 0; i < NR_CHUNKS; i += 2)
+		pt_check(r, C_COW, pt_verify(base + i * pmdsize, pmdsize,
+					     parent_seed(i, round - 1)) < 0,
+			 "round %d: the parent's write to chunk %d shows in the child", round, i);
 	for (i = 0; i < NR_CHUNKS; i++)
-		pt_fill(base + i * pmdsize, pmdsize, 0xc0ffee00ULL | round << 8 | i);
+		pt_fill(base + i * pmdsize, pmdsize, child_seed(i, round));
 	for (i = 0; i < NR_CHUNKS; i++)
 		pt_check(r, C_COW, pt_verify(base + i * pmdsize, pmdsize,
-					     0xc0ffee00ULL | round << 8 | i) < 0,
-			 "round %d: child's write to chunk %d did not stick", round, i);
+					     child_seed(i, round)) < 0,
+			 "round %d: the child's write to chunk %d did not stick", round, i);
 	return 0;
+}
+
+/* Fill the parent's THP chunks for round r; fresh THPs so the next fork copies huge PMDs. */
+static void parent_fill(char *base, struct pt_report *r, int round)
+{
+	int i;
+
+	for (i = 0; i < NR_CHUNKS; i += 2) {
+		char *c = base + i * pmdsize;
+
+		madvise(c, pmdsize, MADV_DONTNEED);
+		pt_fill(c, pmdsize, parent_seed(i, round));
+		pt_check(r, C_PARENT_HUGE, pt_is_thp(c), "round %d: chunk %d is not a THP",
+			 round, i);
+	}
 }
 
 static int fork_case(void *arg, struct pt_report *r)
 {
 	const struct variant *v = arg;
 	struct traffic_layout layout;
-	int stop = 0;
 	struct pt_traffic *t;
 	int i, round, status;
+	int stop = 0;
 	char *base;
 
 	base = pt_map_aligned(2 * PT_GIB, PT_GIB, true);
 	if (!base)
 		return 2;
-	for (i = 0; i < NR_CHUNKS; i++) {
+	parent_fill(base, r, -1);
+	for (i = 1; i < NR_CHUNKS; i += 2) {
 		char *c = base + i * pmdsize;
 
-		if (i % 2) {
-			/* A read fault maps the huge zero page. */
-			pt_check(r, C_PARENT_HUGE, pt_all_zero(c, pmdsize) &&
-				 pt_is_huge_zero(c), "chunk %d is not the huge zero page", i);
-		} else {
-			pt_fill(c, pmdsize, parent_seed(i));
-			pt_check(r, C_PARENT_HUGE, pt_is_thp(c), "chunk %d is not a THP", i);
-		}
+		/* A read fault maps the huge zero page. */
+		pt_check(r, C_PARENT_HUGE, pt_all_zero(c, pmdsize) && pt_is_huge_zero(c),
+			 "chunk %d is not the huge zero page", i);
 	}
 	layout.base = base;
 	layout.other_table = v->traffic_other_table;
@@ -121,23 +151,42 @@ static int fork_case(void *arg, struct pt_report *r)
 		return 2;
 
 	for (round = 0; round < rounds; round++) {
-		pid_t pid = fork();
+		int to_child[2], to_parent[2];
+		char token = 'p';
+		pid_t pid;
 
+		if (pipe(to_child) || pipe(to_parent))
+			return 2;
+		pid = fork();
 		if (pid < 0)
 			return 2;
 		if (!pid)
-			_exit(check_and_write_copies(base, r, round));
+			_exit(child_side(base, r, round, to_parent[1], to_child[0]));
+		/* Once the child has checked its copies, write to the parent's side. */
+		if (read(to_parent[0], &token, 1) == 1) {
+			for (i = 0; i < NR_CHUNKS; i += 2)
+				pt_fill(base + i * pmdsize, pmdsize, parent_seed(i, round));
+			if (write(to_child[1], &token, 1) != 1)
+				pt_check(r, C_COW, false, "round %d: cannot signal the child",
+					 round);
+		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status))
 			pt_check(r, C_CHILD_SEES, false, "round %d: child died (status %#x)",
 				 round, status);
+		close(to_child[0]);
+		close(to_child[1]);
+		close(to_parent[0]);
+		close(to_parent[1]);
 		for (i = 0; i < NR_CHUNKS; i++) {
 			char *c = base + i * pmdsize;
 
 			pt_check(r, C_PARENT_KEEPS, i % 2 ? pt_all_zero(c, pmdsize) :
-				 pt_verify(c, pmdsize, parent_seed(i)) < 0,
-				 "round %d: parent's chunk %d changed", round, i);
+				 pt_verify(c, pmdsize, parent_seed(i, round)) < 0,
+				 "round %d: the parent's chunk %d does not hold its own data",
+				 round, i);
 		}
+		parent_fill(base, r, round);
 	}
 
 	pt_traffic_stop(t, nr_threads, &stop);
