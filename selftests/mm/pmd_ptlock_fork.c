@@ -109,7 +109,11 @@ static int child_side(char *base, struct pt_report *r, int round, int to_parent,
 	return 0;
 }
 
-/* Fill the parent's THP chunks for round r; fresh THPs so the next fork copies huge PMDs. */
+/*
+ * Fill the parent's THP chunks for round r as fresh THPs, so the next fork
+ * copies huge PMDs again: a COW-split chunk keeps its PTE table through
+ * MADV_DONTNEED, so unmap it (which frees that table) and map it anew.
+ */
 static void parent_fill(char *base, struct pt_report *r, int round)
 {
 	int i;
@@ -117,7 +121,12 @@ static void parent_fill(char *base, struct pt_report *r, int round)
 	for (i = 0; i < NR_CHUNKS; i += 2) {
 		char *c = base + i * pmdsize;
 
-		madvise(c, pmdsize, MADV_DONTNEED);
+		if (munmap(c, pmdsize) ||
+		    mmap(c, pmdsize, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED ||
+		    madvise(c, pmdsize, MADV_HUGEPAGE))
+			pt_check(r, C_PARENT_HUGE, false, "round %d: remap chunk %d: %s",
+				 round, i, strerror(errno));
 		pt_fill(c, pmdsize, parent_seed(i, round));
 		pt_check(r, C_PARENT_HUGE, pt_is_thp(c), "round %d: chunk %d is not a THP",
 			 round, i);
