@@ -5,6 +5,7 @@ make run_tests for the chosen categories, collect the TAP and the console."""
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import time
 
@@ -122,7 +123,6 @@ def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
         cmd += ["-accel", "tcg,thread=multi", "-cpu", "max"]
     if os.path.isfile("/usr/share/qemu/qboot.rom"):
         cmd += ["-bios", "qboot.rom"]
-    import shlex
     return cmd + shlex.split(extra or "")
 
 
@@ -147,7 +147,6 @@ def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu
     facts = {"guest_s": round(time.monotonic() - t0)}
     with open(console_log, errors="replace") as f:
         console_text = f.read()
-    rows = []
     thp = _read(os.path.join(out, "thp"))
     if thp:
         facts["thp"] = thp.strip()

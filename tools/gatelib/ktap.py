@@ -213,9 +213,3 @@ def kunit_results(root):
     if missing:
         rows.append(("(all)", "(run incomplete)", "fail", missing))
     return rows
-
-
-def top_plan(text):
-    """The top-level plan count, for "nothing ran" detection."""
-    root = parse(text)
-    return root.plan
