@@ -12,14 +12,21 @@
  */
 
 #include <kunit/test.h>
+#include <linux/debug_locks.h>
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/pgtable.h>
 #include <linux/sched/mm.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
+#include <linux/vmstat.h>
 #include <asm/pgalloc.h>
 #include <asm/tlb.h>
+
+#include "slab.h"
 
 /*
  * User addresses 1 GiB (PUD_SIZE) apart are mapped by different PMD tables;
@@ -33,6 +40,7 @@
 #define PT_GARBAGE	((pgtable_t)0xdead4ead00000000UL)
 
 static const bool split_pmd = IS_ENABLED(CONFIG_SPLIT_PMD_PTLOCKS);
+static const bool thp = IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE);
 
 /*
  * The per-mm deposit queue exists only without split PMD locks, a table's
@@ -245,6 +253,90 @@ static void pmd_lock_returns_the_lockptr_held(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, spin_is_locked(want));
 }
 
+/*
+ * Lockdep sees every ptlock as one class (one spin_lock_init() site), so a
+ * path holding two table locks at once must annotate the second one.
+ * Returns whether lockdep is watching, failing the case when an earlier
+ * report already turned it off (it could not see this case's locking).
+ */
+static bool pt_lockdep_watching(struct kunit *test)
+{
+	if (!IS_ENABLED(CONFIG_PROVE_LOCKING))
+		return false;
+	KUNIT_ASSERT_TRUE_MSG(test, debug_locks,
+			      "lockdep was already off before this case");
+	return true;
+}
+
+/* Both locks held, and known to lockdep as held when it is watching. */
+static void pt_expect_held(struct kunit *test, spinlock_t *a, spinlock_t *b)
+{
+	KUNIT_EXPECT_TRUE(test, spin_is_locked(a));
+	KUNIT_EXPECT_TRUE(test, spin_is_locked(b));
+#ifdef CONFIG_LOCKDEP
+	KUNIT_EXPECT_TRUE(test, lockdep_is_held(a));
+	KUNIT_EXPECT_TRUE(test, lockdep_is_held(b));
+#endif
+}
+
+/*
+ * move_huge_pmd() locks the old PMD table, then the new one nested
+ * (SINGLE_DEPTH_NESTING) when it differs. Catches: table locks lockdep
+ * reports as recursive or inverted despite the annotation (a lock class or
+ * subclass change in the ctor or pmd_lock()), and two tables sharing a lock
+ * under split locks, which would self-deadlock here.
+ */
+static void pmd_locks_of_two_tables_nest_as_move_huge_pmd_takes_them(struct kunit *test)
+{
+	struct mm_struct *mm = pt_mm_alloc(test);
+	pmd_t *old_pmd = pt_pmd_alloc(test, mm, PT_FIRST);
+	pmd_t *new_pmd = pt_pmd_alloc(test, mm, PT_SECOND);
+	bool watching = pt_lockdep_watching(test);
+	spinlock_t *old_ptl, *new_ptl;
+
+	old_ptl = pmd_lock(mm, old_pmd);
+	new_ptl = pmd_lockptr(mm, new_pmd);
+	/* Split: two tables, two locks; otherwise the mm's lock, taken once. */
+	KUNIT_EXPECT_TRUE(test, split_pmd ? new_ptl != old_ptl :
+			  new_ptl == old_ptl);
+	if (new_ptl != old_ptl)
+		spin_lock_nested(new_ptl, SINGLE_DEPTH_NESTING);
+	pt_expect_held(test, old_ptl, new_ptl);
+	if (new_ptl != old_ptl)
+		spin_unlock(new_ptl);
+	spin_unlock(old_ptl);
+	/* A lockdep report (recursive locking, inversion) turns it off. */
+	if (watching)
+		KUNIT_EXPECT_TRUE_MSG(test, debug_locks,
+				      "lockdep reported the nested table locks");
+}
+
+/*
+ * copy_huge_pmd() locks the child's (dst) PMD table, then the parent's
+ * (src) nested. Catches what the move case does, across two mms, where the
+ * locks differ in every configuration (split-off: two mms' page_table_lock).
+ */
+static void pmd_locks_of_two_mms_nest_as_copy_huge_pmd_takes_them(struct kunit *test)
+{
+	struct mm_struct *src_mm = pt_mm_alloc(test);
+	struct mm_struct *dst_mm = pt_mm_alloc(test);
+	pmd_t *src_pmd = pt_pmd_alloc(test, src_mm, PT_FIRST);
+	pmd_t *dst_pmd = pt_pmd_alloc(test, dst_mm, PT_FIRST);
+	bool watching = pt_lockdep_watching(test);
+	spinlock_t *src_ptl, *dst_ptl;
+
+	dst_ptl = pmd_lock(dst_mm, dst_pmd);
+	src_ptl = pmd_lockptr(src_mm, src_pmd);
+	KUNIT_ASSERT_PTR_NE(test, src_ptl, dst_ptl);
+	spin_lock_nested(src_ptl, SINGLE_DEPTH_NESTING);
+	pt_expect_held(test, dst_ptl, src_ptl);
+	spin_unlock(src_ptl);
+	spin_unlock(dst_ptl);
+	if (watching)
+		KUNIT_EXPECT_TRUE_MSG(test, debug_locks,
+				      "lockdep reported the nested table locks");
+}
+
 static struct kunit_case pmd_ptlock_lockptr_cases[] = {
 	KUNIT_CASE(pmd_lockptr_is_the_same_for_every_entry_of_a_table),
 	KUNIT_CASE(pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock),
@@ -252,6 +344,8 @@ static struct kunit_case pmd_ptlock_lockptr_cases[] = {
 	KUNIT_CASE(pmd_lockptr_differs_between_two_mms),
 	KUNIT_CASE(pmd_lock_differs_from_the_pte_lock_of_a_table_below),
 	KUNIT_CASE(pmd_lock_returns_the_lockptr_held),
+	KUNIT_CASE(pmd_locks_of_two_tables_nest_as_move_huge_pmd_takes_them),
+	KUNIT_CASE(pmd_locks_of_two_mms_nest_as_copy_huge_pmd_takes_them),
 	{}
 };
 
@@ -263,6 +357,17 @@ static struct kunit_suite pmd_ptlock_lockptr_suite = {
 /* ---- Deposit / withdraw ----------------------------------------------- */
 
 #define PT_MAX_DEPOSITS	8
+
+static const int pt_deposit_counts[] = { 1, 2, 3, 4, PT_MAX_DEPOSITS };
+
+static void pt_deposit_count_desc(const int *n, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%d deposits", *n);
+}
+
+KUNIT_ARRAY_PARAM(pt_deposit_count, pt_deposit_counts, pt_deposit_count_desc);
+
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
 
 /* A real PTE table, as __do_huge_pmd_anonymous_page() preallocates one. */
 static pgtable_t pt_pgtable_alloc(struct kunit *test, struct mm_struct *mm)
@@ -388,14 +493,6 @@ static void deposit_and_withdraw_through_different_entries_share_a_queue(struct 
 	pt_pgtable_free(mm, got);
 }
 
-static const int pt_deposit_counts[] = { 1, 2, 3, 4, PT_MAX_DEPOSITS };
-
-static void pt_deposit_count_desc(const int *n, char *desc)
-{
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%d deposits", *n);
-}
-
-KUNIT_ARRAY_PARAM(pt_deposit_count, pt_deposit_counts, pt_deposit_count_desc);
 
 /*
  * The generic queue is commented "FIFO" but is not: deposit links each new
@@ -431,6 +528,40 @@ static void withdraw_order_is_newest_then_oldest_onward(struct kunit *test)
 	for (i = 0; i < n; i++)
 		pt_pgtable_free(mm, got[i]);
 }
+
+#else /* !CONFIG_TRANSPARENT_HUGEPAGE */
+
+/*
+ * The deposit queue exists only for THP, which 6.12 does not offer with
+ * PREEMPT_RT: the cases are there, and say why they cannot run.
+ */
+static void pt_skip_without_thp(struct kunit *test)
+{
+	kunit_skip(test, "no THP in this kernel (TRANSPARENT_HUGEPAGE=n%s): no deposit queue",
+		   IS_ENABLED(CONFIG_PREEMPT_RT) ? ", it depends on !PREEMPT_RT" : "");
+}
+
+static void withdraw_returns_the_deposit_and_empties_the_queue(struct kunit *test)
+{
+	pt_skip_without_thp(test);
+}
+
+static void deposits_come_back_only_from_their_own_table(struct kunit *test)
+{
+	pt_skip_without_thp(test);
+}
+
+static void deposit_and_withdraw_through_different_entries_share_a_queue(struct kunit *test)
+{
+	pt_skip_without_thp(test);
+}
+
+static void withdraw_order_is_newest_then_oldest_onward(struct kunit *test)
+{
+	pt_skip_without_thp(test);
+}
+
+#endif /* CONFIG_TRANSPARENT_HUGEPAGE */
 
 static struct kunit_case pmd_ptlock_deposit_cases[] = {
 	KUNIT_CASE(withdraw_returns_the_deposit_and_empties_the_queue),
@@ -486,10 +617,13 @@ static void pmd_ctor_resets_a_garbage_deposit_queue(struct kunit *test)
 	/* The field overlays page->lru, which the page allocator leaves dirty. */
 	ptdesc->pmd_huge_pte = PT_GARBAGE;
 	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
-	if (split_pmd) {
+	if (split_pmd && thp) {
 		KUNIT_EXPECT_NULL(test, ptdesc->pmd_huge_pte);
 	} else {
-		/* The queue is the mm's: the ctor need not, and does not, touch it. */
+		/*
+		 * The queue is the mm's, or there is none without THP: the
+		 * ctor need not, and does not, touch the field.
+		 */
 		KUNIT_EXPECT_PTR_EQ(test, ptdesc->pmd_huge_pte, PT_GARBAGE);
 		ptdesc->pmd_huge_pte = NULL;
 	}
@@ -627,8 +761,279 @@ static struct kunit_suite pmd_ptlock_ctor_suite = {
 	.test_cases = pmd_ptlock_ctor_cases,
 };
 
+/* ---- Constructor failure ------------------------------------------- */
+
+/*
+ * With ALLOC_SPLIT_PTLOCKS (spinlock_t larger than a long: lockdep,
+ * PREEMPT_RT) the ctor allocates the table's lock from the "page->ptl"
+ * cache and construction can fail. The cases make exactly that allocation
+ * fail with FAILSLAB, scoped to the test: the cache filter admits only the
+ * ptlock's cache, reclaim-capable allocations are admitted, and the
+ * failure is armed through this task's fail_nth, so no other task or cache
+ * is affected. The knobs are failslab's own debugfs variables, reached
+ * through their debugfs inodes (debugfs keeps the variable's address in
+ * i_private) and restored when the case ends.
+ */
+#if ALLOC_SPLIT_PTLOCKS && defined(CONFIG_FAILSLAB) && \
+	defined(CONFIG_FAULT_INJECTION_DEBUG_FS)
+#define PT_CAN_INJECT	1
+
+struct pt_inject {
+	bool *ignore_reclaim;
+	bool *cache_filter;
+	unsigned long *verbose;
+	bool old_ignore_reclaim;
+	bool old_cache_filter;
+	unsigned long old_verbose;
+	struct kmem_cache *cache;
+	slab_flags_t old_flags;
+};
+
+static void *pt_failslab_knob(struct dentry *dir, const char *name)
+{
+	struct dentry *d = debugfs_lookup(name, dir);
+	void *knob;
+
+	if (IS_ERR_OR_NULL(d))
+		return NULL;
+	knob = d_inode(d)->i_private;
+	dput(d);
+	return knob;
+}
+
+static void pt_inject_restore(void *data)
+{
+	struct pt_inject *inj = data;
+
+	current->fail_nth = 0;
+	inj->cache->flags = (inj->cache->flags & ~SLAB_FAILSLAB) |
+			    (inj->old_flags & SLAB_FAILSLAB);
+	*inj->cache_filter = inj->old_cache_filter;
+	*inj->ignore_reclaim = inj->old_ignore_reclaim;
+	*inj->verbose = inj->old_verbose;
+}
+
+/* Admit the ptlock's cache, and only it, to failslab for this case. */
+static struct pt_inject *pt_inject_setup(struct kunit *test)
+{
+	struct pt_inject *inj = kunit_kzalloc(test, sizeof(*inj), GFP_KERNEL);
+	struct ptdesc *ptdesc;
+	struct dentry *dir;
+
+	KUNIT_ASSERT_NOT_NULL(test, inj);
+	dir = debugfs_lookup("failslab", NULL);
+	if (IS_ERR_OR_NULL(dir))
+		kunit_skip(test, "no failslab directory in debugfs (debugfs off?)");
+	inj->ignore_reclaim = pt_failslab_knob(dir, "ignore-gfp-wait");
+	inj->cache_filter = pt_failslab_knob(dir, "cache-filter");
+	inj->verbose = pt_failslab_knob(dir, "verbose");
+	dput(dir);
+	KUNIT_ASSERT_NOT_NULL(test, inj->ignore_reclaim);
+	KUNIT_ASSERT_NOT_NULL(test, inj->cache_filter);
+	KUNIT_ASSERT_NOT_NULL(test, inj->verbose);
+
+	/* The ptlock cache, found through a lock the ctor allocates. */
+	ptdesc = pagetable_alloc(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, ptdesc);
+	if (!pagetable_pmd_ctor(ptdesc)) {
+		pagetable_free(ptdesc);
+		KUNIT_FAIL_AND_ABORT(test, "ctor failed without injection");
+	}
+	inj->cache = virt_to_slab(ptdesc->ptl)->slab_cache;
+	pagetable_pmd_dtor(ptdesc);
+	pagetable_free(ptdesc);
+
+	inj->old_ignore_reclaim = *inj->ignore_reclaim;
+	inj->old_cache_filter = *inj->cache_filter;
+	inj->old_verbose = *inj->verbose;
+	inj->old_flags = inj->cache->flags;
+	KUNIT_ASSERT_EQ(test, 0, kunit_add_action_or_reset(test,
+			pt_inject_restore, inj));
+	*inj->ignore_reclaim = false;	/* ptlock_alloc() uses GFP_KERNEL */
+	*inj->cache_filter = true;
+	*inj->verbose = 1;		/* one line per injected failure */
+	inj->cache->flags |= SLAB_FAILSLAB;
+	return inj;
+}
+
+/* Make this task's next admitted slab allocation fail. */
+static void pt_inject_arm(void)
+{
+	current->fail_nth = 1;
+}
+
+/* Whether the armed failure was consumed, i.e. the ptlock was asked for. */
+static bool pt_inject_fired(void)
+{
+	bool fired = current->fail_nth == 0;
+
+	current->fail_nth = 0;
+	return fired;
+}
+#else
+#define PT_CAN_INJECT	0
+struct pt_inject;
+static struct pt_inject *pt_inject_setup(struct kunit *test) { return NULL; }
+static void pt_inject_arm(void) { }
+static bool pt_inject_fired(void) { return false; }
+#endif
+
+/* Skip, saying why, where a PMD table's construction cannot fail. */
+static void pt_need_allocated_ptlock(struct kunit *test, bool pmd_level)
+{
+	if (pmd_level && !split_pmd)
+		kunit_skip(test, "no split PMD locks: the PMD ctor allocates no lock");
+	if (!IS_ENABLED(CONFIG_SPLIT_PTE_PTLOCKS))
+		kunit_skip(test, "no split page-table locks: nothing to allocate");
+	if (!ALLOC_SPLIT_PTLOCKS)
+		kunit_skip(test,
+			   "the ptlock is embedded in struct ptdesc (spinlock_t is %zu bytes, ALLOC_SPLIT_PTLOCKS=0): construction cannot fail",
+			   sizeof(spinlock_t));
+	if (!PT_CAN_INJECT)
+		kunit_skip(test,
+			   "needs CONFIG_FAILSLAB and CONFIG_FAULT_INJECTION_DEBUG_FS to fail the ptlock allocation");
+}
+
+/*
+ * Pages this CPU allocated minus pages it freed, from the vm event
+ * counters: a balanced window means whatever was allocated went back.
+ */
+static long pt_cpu_page_balance(void)
+{
+	/* The caller has disabled migration. */
+	struct vm_event_state *ev = raw_cpu_ptr(&vm_event_states);
+	long balance = -(long)READ_ONCE(ev->event[PGFREE]);
+	int zid;
+
+	for (zid = 0; zid < MAX_NR_ZONES; zid++)
+		balance += READ_ONCE(ev->event[PGALLOC_NORMAL - ZONE_NORMAL + zid]);
+	return balance;
+}
+
+/*
+ * Catches: a failed ctor reported as success (a NULL lock used later), a
+ * table page leaked or left marked and counted when the ctor fails, and a
+ * ctor that stops allocating its lock where spinlock_t does not fit.
+ */
+static void pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails(struct kunit *test)
+{
+	struct mm_struct *mm = pt_mm_alloc(test);
+	long nr, balance = 0;
+	int tries;
+	pmd_t *pmd;
+
+	pt_need_allocated_ptlock(test, true);
+	pt_inject_setup(test);
+	/*
+	 * Interrupts on this CPU may allocate or free pages inside a window:
+	 * a clean window proves the page went back; a leak never balances.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		migrate_disable();
+		nr = pt_nr_pagetable();
+		balance = pt_cpu_page_balance();
+		pt_inject_arm();
+		pmd = pmd_alloc_one(mm, PT_FIRST);
+		balance = pt_cpu_page_balance() - balance;
+		migrate_enable();
+		/* The ctor asked for its lock, and the failure reached us. */
+		KUNIT_ASSERT_TRUE(test, pt_inject_fired());
+		KUNIT_ASSERT_NULL(test, pmd);
+		/* The table page never became a counted page table... */
+		KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);
+		if (!balance)
+			break;
+	}
+	/* ...and went back to the page allocator. */
+	KUNIT_EXPECT_EQ_MSG(test, balance, 0,
+			    "pages allocated and not freed by the failed pmd_alloc_one()");
+}
+
+/*
+ * Catches: __pmd_alloc() populating the PUD or accounting the mm after a
+ * failed construction (a later walk would find a table that is not
+ * there), and a failure that sticks (the next allocation must work).
+ */
+static void pmd_alloc_fails_without_touching_the_pud_or_the_accounting(struct kunit *test)
+{
+	struct mm_struct *mm = pt_mm_alloc(test);
+	unsigned long bytes;
+	pud_t *pud;
+	pmd_t *pmd;
+	long nr;
+
+	pt_need_allocated_ptlock(test, true);
+	pt_inject_setup(test);
+	pud = pud_alloc(mm, p4d_alloc(mm, pgd_offset(mm, PT_FIRST), PT_FIRST),
+			PT_FIRST);
+	KUNIT_ASSERT_NOT_NULL(test, pud);
+	KUNIT_ASSERT_TRUE(test, pud_none(*pud));
+	bytes = mm_pgtables_bytes(mm);
+	nr = pt_nr_pagetable();
+
+	pt_inject_arm();
+	pmd = pmd_alloc(mm, pud, PT_FIRST);
+	KUNIT_ASSERT_TRUE(test, pt_inject_fired());
+	/* Failure reaches the caller as a NULL entry pointer (VM_FAULT_OOM)... */
+	KUNIT_EXPECT_NULL(test, pmd);
+	/* ...with the PUD entry still empty and nothing accounted. */
+	KUNIT_EXPECT_TRUE(test, pud_none(*pud));
+	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm), bytes);
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);
+
+	/* Without injection the same call builds the table. */
+	pmd = pmd_alloc(mm, pud, PT_FIRST);
+	KUNIT_ASSERT_NOT_NULL(test, pmd);
+	KUNIT_EXPECT_FALSE(test, pud_none(*pud));
+	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm),
+			bytes + PTRS_PER_PMD * sizeof(pmd_t));
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
+}
+
+/*
+ * The PTE level shares the allocated ptlock. Catches: __pte_alloc()
+ * installing or accounting a PTE table whose ctor failed (a fault would
+ * then map through a table with no lock).
+ */
+static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct kunit *test)
+{
+	struct mm_struct *mm = pt_mm_alloc(test);
+	pmd_t *pmd = pt_pmd_alloc(test, mm, PT_FIRST);
+	unsigned long bytes;
+	long nr;
+	int err;
+
+	pt_need_allocated_ptlock(test, false);
+	pt_inject_setup(test);
+	bytes = mm_pgtables_bytes(mm);
+	nr = pt_nr_pagetable();
+
+	pt_inject_arm();
+	err = pte_alloc(mm, pmd);
+	KUNIT_ASSERT_TRUE(test, pt_inject_fired());
+	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
+	KUNIT_EXPECT_TRUE(test, pmd_none(*pmd));
+	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm), bytes);
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);
+
+	KUNIT_ASSERT_EQ(test, 0, pte_alloc(mm, pmd));
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
+}
+
+static struct kunit_case pmd_ptlock_ctor_fail_cases[] = {
+	KUNIT_CASE(pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails),
+	KUNIT_CASE(pmd_alloc_fails_without_touching_the_pud_or_the_accounting),
+	KUNIT_CASE(pte_alloc_fails_without_touching_the_pmd_or_the_accounting),
+	{}
+};
+
+static struct kunit_suite pmd_ptlock_ctor_fail_suite = {
+	.name = "pmd_ptlock_ctor_fail",
+	.test_cases = pmd_ptlock_ctor_fail_cases,
+};
+
 kunit_test_suites(&pmd_ptlock_lockptr_suite, &pmd_ptlock_deposit_suite,
-		  &pmd_ptlock_ctor_suite);
+		  &pmd_ptlock_ctor_suite, &pmd_ptlock_ctor_fail_suite);
 
 MODULE_DESCRIPTION("KUnit tests for the split PMD page-table lock");
 MODULE_LICENSE("GPL");

@@ -6,8 +6,9 @@ import os
 import tempfile
 import unittest
 
-from helpers import fixture
-from gatelib import guest
+from helpers import REPO, fixture
+from gatelib import guest, kunitrun
+import gate
 
 
 def by_prog(rows):
@@ -106,6 +107,66 @@ class ConfigFragments(unittest.TestCase):
             with open(cfg, "w") as f:
                 f.write("CONFIG_NR_CPUS=64\n")
             self.assertEqual(guest.missing_symbols(cfg, [frag]), [])
+
+    def test_a_later_fragment_overrides_an_earlier_one(self):
+        # configs/rt.config turns off the THP configs/guest.config asks for.
+        with tempfile.TemporaryDirectory() as d:
+            base, rt, cfg = (os.path.join(d, n) for n in ("base.config", "rt.config", ".config"))
+            with open(base, "w") as f:
+                f.write("CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_9P_FS=y\n")
+            with open(rt, "w") as f:
+                f.write("CONFIG_PREEMPT_RT=y\n# CONFIG_TRANSPARENT_HUGEPAGE is not set\n")
+            with open(cfg, "w") as f:
+                f.write("CONFIG_PREEMPT_RT=y\nCONFIG_9P_FS=y\n")
+            self.assertEqual(guest.missing_symbols(cfg, [base, rt]), [])
+            self.assertEqual(guest.missing_symbols(cfg, [rt, base]),
+                             ["CONFIG_TRANSPARENT_HUGEPAGE=y (got n)"])
+
+
+class EveryConfigurationFragment(unittest.TestCase):
+    """The matrix's fragments name the symbols that define each configuration."""
+
+    def want(self, name):
+        return guest.wanted_symbols([os.path.join(REPO, "configs", "guest.config"),
+                                     os.path.join(REPO, ".kunitconfig"),
+                                     os.path.join(REPO, "configs", name + ".config")])
+
+    def test_each_configuration_has_a_fragment(self):
+        for name in gate.CONFIGS:
+            self.assertTrue(os.path.isfile(os.path.join(REPO, "configs", name + ".config")), name)
+
+    def test_the_fragments_pin_the_lock_design_they_are_named_for(self):
+        self.assertEqual(self.want("default")["SPLIT_PMD_PTLOCKS"], "y")
+        self.assertEqual(self.want("default")["PROVE_LOCKING"], "n")
+        self.assertEqual(self.want("debug")["PROVE_LOCKING"], "y")
+        self.assertEqual(self.want("debug")["FAILSLAB"], "y")
+        self.assertEqual(self.want("rt")["PREEMPT_RT"], "y")
+        self.assertEqual(self.want("rt")["TRANSPARENT_HUGEPAGE"], "n")
+        self.assertEqual(self.want("split-off")["SPLIT_PMD_PTLOCKS"], "n")
+        for name in gate.CONFIGS:
+            self.assertEqual(self.want(name)["PMD_PTLOCK_KUNIT_TEST"], "y", name)
+
+
+class ConfigFacts(unittest.TestCase):
+    def facts(self, config, bounds):
+        with tempfile.TemporaryDirectory() as d:
+            c, b = os.path.join(d, ".config"), os.path.join(d, "bounds.h")
+            with open(c, "w") as f:
+                f.write(config)
+            if bounds is not None:
+                with open(b, "w") as f:
+                    f.write(bounds)
+            return kunitrun.config_facts(c, b)
+
+    def test_alloc_split_ptlocks_follows_the_spinlock_size(self):
+        on = self.facts("CONFIG_PROVE_LOCKING=y\n", "#define NR_PAGEFLAGS 23\n#define SPINLOCK_SIZE 64\n")
+        self.assertEqual((on["ALLOC_SPLIT_PTLOCKS"], on["SPINLOCK_SIZE"], on["PROVE_LOCKING"]),
+                         ("y", 64, "y"))
+        off = self.facts("CONFIG_SPLIT_PMD_PTLOCKS=y\n", "#define SPINLOCK_SIZE 4 /* x */\n")
+        self.assertEqual((off["ALLOC_SPLIT_PTLOCKS"], off["SPLIT_PMD_PTLOCKS"]), ("n", "y"))
+
+    def test_a_build_without_bounds_h_says_unknown(self):
+        self.assertEqual(self.facts("", None)["ALLOC_SPLIT_PTLOCKS"], "unknown")
 
 
 if __name__ == "__main__":

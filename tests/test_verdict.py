@@ -36,6 +36,23 @@ class VerdictRules(unittest.TestCase):
         v.add("default", "kunit", "s", "b", "skip", "lock embedded")
         self.assertEqual(v.verdict, "pass")
 
+    def test_a_matrix_fails_when_one_configuration_tested_nothing(self):
+        v = Verdict("6.12.118")
+        v.add("default", "kunit", "s", "a", "pass")
+        v.add("rt", "kunit", "s", "a", "skip", "no THP")
+        v.add("rt", "console", "kunit console", "console clean", "pass")
+        self.assertEqual(v.config_verdicts()["rt"][0], "fail")
+        self.assertEqual(v.config_verdicts()["default"][0], "pass")
+        self.assertEqual(v.verdict, "fail")
+
+    def test_a_matrix_table_gives_each_configuration_its_verdict(self):
+        v = Verdict("6.12.118")
+        v.add("default", "kunit", "s", "a", "pass")
+        v.add("debug", "kunit", "s", "a", "fail", "boom")
+        table = v.table()
+        self.assertIn("default: PASS (1 passed, 0 failed, 0 skipped)", table)
+        self.assertIn("debug: FAIL (0 passed, 1 failed, 0 skipped)", table)
+
     def test_an_unknown_status_is_refused(self):
         with self.assertRaises(AssertionError):
             Verdict("x").add("default", "kunit", "s", "a", "passed")

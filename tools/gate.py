@@ -3,12 +3,13 @@
 kselftests under QEMU -> verdict.
 
 Unpacks the tree into a cache outside the repo (once), resets it to its
-pristine commit, applies patches/ with git am, builds and boots the KUnit
-suite with the tree's own kunit.py, then builds a guest kernel and
-selftests/mm and runs `make -C tools/testing/selftests TARGETS=mm run_tests`
-for the chosen run_vmtests.sh categories in a guest whose root is the
-host's / over 9p (TCG by default). Scans every console for kernel reports,
-prints a verdict table and exits 0 only when all passed.
+pristine commit, applies patches/ with git am, then for each configuration
+(configs/NAME.config over configs/guest.config and .kunitconfig) builds one
+kernel, boots it through the tree's kunit.py for the KUnit suite, and boots
+it again as a guest whose root is the host's / over 9p (TCG by default) to
+run `make -C tools/testing/selftests TARGETS=mm run_tests` for the chosen
+run_vmtests.sh categories. Scans every console for kernel reports, prints a
+verdict table and exits 0 only when all passed.
 """
 
 import argparse
@@ -22,7 +23,9 @@ from gatelib import ccache, common, console, deps, guest, kunitrun, series, tree
 from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
-CONFIGS = ["default"]
+CONFIG_DIR = os.path.join(common.REPO, "configs")
+# The matrix, in the order it runs: the shipped configuration first.
+CONFIGS = ["default", "debug", "rt", "split-off"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -36,7 +39,9 @@ def parse_args(argv):
     ap = Parser(prog="tools/gate", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="default", choices=CONFIGS,
-                    help="kernel configuration to test (default: %(default)s)")
+                    help="kernel configuration to test, configs/NAME.config (default: %(default)s)")
+    ap.add_argument("--matrix", action="store_true",
+                    help="test every configuration in turn: " + ", ".join(CONFIGS))
     ap.add_argument("--filter", default="", metavar="GLOB",
                     help="KUnit suite/case glob as kunit.py's filter_glob, e.g. 'pmd_ptlock_deposit.*'")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
@@ -75,27 +80,82 @@ def parse_args(argv):
     return args
 
 
-def run_kselftests(args, src, cache, build_root, log_dir, jobs, verdict):
-    """Guest kernel + selftests/mm built on the host, run in one guest boot."""
-    cfg = args.config
+def build_config(src, cfg, cache, jobs):
+    """Configure and build the configuration's one kernel. Returns
+    (build dir, bzImage, log dir, facts)."""
     env = ccache.env(cache)
-    build = os.path.join(build_root, "guest")
-    fragment = os.path.join(common.REPO, "configs", "guest.config")
+    build = os.path.join(cache, "build", src.version, cfg, "kernel")
+    log_dir = os.path.join(cache, "logs", src.version, cfg)
+    os.makedirs(log_dir, exist_ok=True)
+    fragments = [os.path.join(CONFIG_DIR, "guest.config"), os.path.join(common.REPO, ".kunitconfig"),
+                 os.path.join(CONFIG_DIR, f"{cfg}.config")]
     t0 = time.monotonic()
-    config = guest.configure(src, build, [fragment], log_dir, env)
-    kernel = guest.build_kernel(src, build, log_dir, env, jobs)
-    guest.build_selftests(src, build, log_dir, env, jobs)
-    facts = {"guest_build_s": round(time.monotonic() - t0)}
-    for sym in ("SPLIT_PMD_PTLOCKS", "TRANSPARENT_HUGEPAGE", "HUGETLBFS", "NR_CPUS"):
-        facts[f"guest_{sym}"] = config.get(sym, "n")
-    rows, text, boot_facts = guest.boot(src, build, kernel, log_dir, args.kselftests,
-                                        accel=args.accel, smp=args.smp, timeout=args.timeout,
-                                        extra_qemu=args.qemu_args, thp=args.thp,
-                                        mem=args.mem)
-    facts.update(boot_facts)
+    guest.configure(src.path, build, fragments, log_dir, env)
+    kernel = guest.build_kernel(src.path, build, log_dir, env, jobs)
+    facts = kunitrun.config_facts(os.path.join(build, ".config"),
+                                  os.path.join(build, "include", "generated", "bounds.h"))
+    facts["kernel_build_s"] = round(time.monotonic() - t0)
+    return build, kernel, log_dir, facts
+
+
+class Source:
+    def __init__(self, path, version):
+        self.path, self.version = path, version
+
+
+def run_config(args, src, cfg, cache, jobs, verdict, selftests):
+    """One configuration: build, KUnit boot, kselftest boot. Build and setup
+    failures become a failed row of that configuration."""
+    verdict.info[cfg] = {}
+    try:
+        build, kernel, log_dir, facts = build_config(src, cfg, cache, jobs)
+    except GateError as e:
+        say(f"gate: {cfg}: {e}")
+        verdict.add(cfg, "console", "(gate)", "kernel build", "fail", str(e))
+        return
     verdict.info[cfg].update(facts)
-    verdict.add_rows(cfg, "kselftest", rows)
-    verdict.add_rows(cfg, "console", console.results(text, "guest console"))
+    say(f"{cfg}: " + ", ".join(f"{k}={v}" for k, v in facts.items()))
+    if args.only != "kselftest":
+        rows, cons, kfacts = kunitrun.run(
+            src.path, build, os.path.join(common.REPO, ".kunitconfig"), log_dir, cache=cache,
+            filter_glob=args.filter, timeout=min(args.timeout, 300), accel=args.accel,
+            smp=args.smp, extra_qemu=args.qemu_args)
+        verdict.info[cfg].update(kfacts)
+        verdict.add_rows(cfg, "kunit", rows)
+        verdict.add_rows(cfg, "console", cons)
+    if args.only != "kunit":
+        try:
+            st_build = selftests()
+        except GateError as e:
+            say(f"gate: {e}")
+            verdict.add(cfg, "kselftest", "(gate)", "selftests build", "fail", str(e))
+            return
+        rows, text, boot_facts = guest.boot(src.path, st_build, kernel, log_dir, args.kselftests,
+                                            accel=args.accel, smp=args.smp, timeout=args.timeout,
+                                            extra_qemu=args.qemu_args, thp=args.thp,
+                                            mem=args.mem)
+        verdict.info[cfg].update(boot_facts)
+        verdict.add_rows(cfg, "kselftest", rows)
+        verdict.add_rows(cfg, "console", console.results(text, "guest console"))
+
+
+def selftests_builder(src, cache, jobs):
+    """Build selftests/mm once per run (userspace: the same for every
+    configuration), on first use."""
+    done = {}
+
+    def get():
+        if "dir" not in done:
+            env = ccache.env(cache)
+            build = os.path.join(cache, "build", src.version, "selftests")
+            log_dir = os.path.join(cache, "logs", src.version)
+            # Only for `make headers`: any configuration will do.
+            guest.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
+                            log_dir, env)
+            guest.build_selftests(src.path, build, log_dir, env, jobs)
+            done["dir"] = build
+        return done["dir"]
+    return get
 
 
 def main(argv):
@@ -126,22 +186,11 @@ def main(argv):
         say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
 
         verdict = Verdict(version)
-        cfg = args.config
-        build_root = os.path.join(cache, "build", version, cfg)
-        log_dir = os.path.join(cache, "logs", version, cfg)
-        os.makedirs(log_dir, exist_ok=True)
         jobs = args.jobs or os.cpu_count() or 2
-        verdict.info[cfg] = {}
-        if args.only != "kselftest":
-            rows, cons, facts = kunitrun.run(
-                src, os.path.join(build_root, "kunit"), os.path.join(common.REPO, ".kunitconfig"),
-                log_dir, cache=cache, filter_glob=args.filter, timeout=min(args.timeout, 300),
-                accel=args.accel, smp=args.smp, jobs=jobs, extra_qemu=args.qemu_args)
-            verdict.info[cfg].update(facts)
-            verdict.add_rows(cfg, "kunit", rows)
-            verdict.add_rows(cfg, "console", cons)
-        if args.only != "kunit":
-            run_kselftests(args, src, cache, build_root, log_dir, jobs, verdict)
+        src = Source(src, version)
+        selftests = selftests_builder(src, cache, jobs)
+        for cfg in (CONFIGS if args.matrix else [args.config]):
+            run_config(args, src, cfg, cache, jobs, verdict, selftests)
     except GateError as e:
         print(f"gate: {e}", file=sys.stderr)
         if args.json:
@@ -154,7 +203,8 @@ def main(argv):
         return 130
 
     print(verdict.table())
-    say(f"gate: {int(time.monotonic() - start)} s; logs in {log_dir}")
+    say(f"gate: {int(time.monotonic() - start)} s; logs in "
+        f"{os.path.join(cache, 'logs', src.version)}")
     if args.json:
         verdict.write_json(args.json)
         say(f"gate: JSON written to {args.json}")

@@ -12,7 +12,6 @@ import time
 from . import ktap
 from .common import REPO, GateError, StepTimeout, first_error, run_logged, say
 
-BASE_FRAGMENT = "kernel/configs/kvm_guest.config"
 INIT = os.path.join(REPO, "tools", "guest-init")
 
 
@@ -42,54 +41,65 @@ def read_config(path):
     return have
 
 
+def wanted_symbols(fragments):
+    """{SYMBOL: value} the fragments ask for, a later fragment overriding an
+    earlier one (merge_config.sh's order)."""
+    want = {}
+    for frag in fragments:
+        want.update(_fragment_symbols(frag))
+    return want
+
+
 def missing_symbols(config_path, fragments):
-    """Symbols a fragment asked for that the final .config does not have as asked."""
+    """Symbols the fragments asked for that the final .config does not have as asked."""
     have = read_config(config_path)
     bad = []
-    for frag in fragments:
-        for sym, val in _fragment_symbols(frag).items():
-            got = have.get(sym, "n")
-            if got != val:
-                bad.append(f"CONFIG_{sym}={val} (got {got})")
+    for sym, val in wanted_symbols(fragments).items():
+        got = have.get(sym, "n")
+        if got != val:
+            bad.append(f"CONFIG_{sym}={val} (got {got})")
     return bad
 
 
 def configure(tree, build, fragments, log_dir, env):
-    """defconfig + kvm_guest.config + fragments, redone only when they change."""
+    """The fragments merged in order over the Kconfig defaults (kunit.py's way
+    of configuring), redone only when a fragment changes."""
     os.makedirs(build, exist_ok=True)
-    paths = [os.path.join(tree, BASE_FRAGMENT)] + list(fragments)
+    paths = list(fragments)
     h = hashlib.sha256()
     for p in paths:
         with open(p, "rb") as f:
-            h.update(p.encode() + b"\0" + f.read())
+            h.update(os.path.basename(p).encode() + b"\0" + f.read())
     stamp_path = os.path.join(build, ".gate-config-stamp")
     config = os.path.join(build, ".config")
     stamp = h.hexdigest()
     old = open(stamp_path).read().strip() if os.path.isfile(stamp_path) else ""
     if old != stamp or not os.path.isfile(config):
-        log = os.path.join(log_dir, "guest-config.log")
-        steps = [["make", f"O={build}", "defconfig"],
-                 [os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-m", "-O", build,
-                  config, *paths],
+        log = os.path.join(log_dir, "kernel-config.log")
+        if os.path.exists(log):
+            os.unlink(log)
+        steps = [[os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-m", "-O", build,
+                  *paths],
                  ["make", f"O={build}", "olddefconfig"]]
         for cmd in steps:
-            if run_logged(cmd, log, "guest config", 600, cwd=tree, env=env, heartbeat=0) != 0:
-                raise GateError(f"guest kernel configuration failed (log: {log})")
+            if run_logged(cmd, log, "kernel config", 600, cwd=tree, env=env, heartbeat=0) != 0:
+                raise GateError(f"kernel configuration failed (log: {log})")
         with open(stamp_path, "w") as f:
             f.write(stamp + "\n")
     bad = missing_symbols(config, fragments)
     if bad:
-        raise GateError(f"config fragment did not take effect: {', '.join(bad[:6])}")
+        names = ", ".join(os.path.basename(p) for p in fragments)
+        raise GateError(f"config fragment did not take effect ({names}): {', '.join(bad[:6])}")
     return read_config(config)
 
 
 def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
-    log = os.path.join(log_dir, "guest-build.log")
-    say(f"guest: building the kernel ({build}); log {log}")
-    rc = run_logged(["make", f"O={build}", f"-j{jobs}", "bzImage"], log, "guest build", timeout,
+    log = os.path.join(log_dir, "kernel-build.log")
+    say(f"kernel: building ({build}); log {log}")
+    rc = run_logged(["make", f"O={build}", f"-j{jobs}", "bzImage"], log, "kernel build", timeout,
                     cwd=tree, env=env)
     if rc != 0:
-        raise GateError(f"guest kernel build failed: {first_error(log)} (log: {log})")
+        raise GateError(f"kernel build failed: {first_error(log)} (log: {log})")
     return os.path.join(build, "arch", "x86", "boot", "bzImage")
 
 

@@ -25,12 +25,26 @@ class Verdict:
             c[r["status"]] += 1
         return c
 
+    def config_verdicts(self):
+        """{config: (verdict, counts)} in the order the configurations ran."""
+        out = {}
+        for cfg in list(self.info) + [r["config"] for r in self.results]:
+            if cfg in out:
+                continue
+            rows = [r for r in self.results if r["config"] == cfg]
+            c = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "skip")}
+            tested = any(r["status"] == "pass" and r["kind"] != "console" for r in rows)
+            out[cfg] = ("pass" if c["fail"] == 0 and tested else "fail", c)
+        return out
+
     @property
     def verdict(self):
         c = self.counts()
-        # No test passed means nothing was tested (a clean console alone is not a pass).
+        # No test passed means nothing was tested (a clean console alone is not a
+        # pass); in a matrix that holds for every configuration.
         tested = any(r["status"] == "pass" and r["kind"] != "console" for r in self.results)
-        return "pass" if c["fail"] == 0 and tested else "fail"
+        every = all(v == "pass" for v, _ in self.config_verdicts().values())
+        return "pass" if c["fail"] == 0 and tested and every else "fail"
 
     def to_json(self):
         return {"verdict": self.verdict, "tree": self.tree, "results": self.results,
@@ -66,6 +80,11 @@ class Verdict:
             out.append(fmt(row).rstrip())
         c = self.counts()
         out.append("-" * min(160, sum(widths) + 2 * 5 + 6))
+        per_config = self.config_verdicts()
+        if len(per_config) > 1:
+            for cfg, (v, n) in per_config.items():
+                out.append(f"  {cfg}: {v.upper()} ({n['pass']} passed, {n['fail']} failed, "
+                           f"{n['skip']} skipped)")
         out.append(f"VERDICT: {self.verdict.upper()}  ({c['pass']} passed, {c['fail']} failed, "
                    f"{c['skip']} skipped)")
         out.append(f"{c['pass']} passed, {c['fail']} failed, {c['skip']} skipped")
