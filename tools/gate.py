@@ -15,6 +15,7 @@ verdict table and exits 0 only when all passed.
 import argparse
 import fcntl
 import os
+import signal
 import sys
 import time
 
@@ -26,6 +27,7 @@ from gatelib.verdict import Verdict  # noqa: E402
 CONFIG_DIR = os.path.join(common.REPO, "configs")
 # The matrix, in the order it runs: the shipped configuration first.
 CONFIGS = ["default", "debug", "rt", "split-off"]
+UPSTREAM_CATEGORIES = "thp mremap cow"
 
 
 class Parser(argparse.ArgumentParser):
@@ -51,6 +53,13 @@ def parse_args(argv):
     ap.add_argument("--thp", choices=["always", "madvise", "never"], default="always",
                     help="THP mode the guest sets before the selftests (default %(default)s; "
                          "with never they must skip)")
+    ap.add_argument("--suite", choices=["ours", "upstream"], default="ours",
+                    help="ours (default): our KUnit suite and kselftests; upstream: upstream's own "
+                         "tests only: selftests/mm categories " + repr(UPSTREAM_CATEGORIES) +
+                         " in the guest, DEBUG_VM_PGTABLE at its boot, console scan")
+    ap.add_argument("--mutant", metavar="FILE",
+                    help="apply this unified diff on top of the series for this run (the tree "
+                         "goes back to pristine + series afterwards, interrupted or not)")
     ap.add_argument("--only", choices=["kunit", "kselftest"],
                     help="run only the KUnit suite or only the kselftest guest")
     ap.add_argument("--cache", metavar="DIR",
@@ -77,6 +86,12 @@ def parse_args(argv):
         ap.error("--smp must be at least 1")
     if not args.kselftests.split():
         ap.error("--kselftests needs at least one category")
+    if args.suite == "upstream":
+        if args.only == "kunit":
+            ap.error("--suite upstream has no KUnit part")
+        args.only, args.kselftests = "kselftest", UPSTREAM_CATEGORIES
+    if args.mutant and not os.path.isfile(args.mutant):
+        ap.error(f"--mutant {args.mutant}: no such file")
     return args
 
 
@@ -158,9 +173,17 @@ def selftests_builder(src, cache, jobs):
     return get
 
 
+def _terminate(signum, frame):
+    # SIGTERM (a CI timeout, kill) takes the same way out as Ctrl-C: child
+    # processes killed, a mutant taken back out of the tree.
+    raise KeyboardInterrupt
+
+
 def main(argv):
     args = parse_args(argv)
     start = time.monotonic()
+    signal.signal(signal.SIGTERM, _terminate)
+    mutated = None
     try:
         if os.geteuid() == 0 and not args.no_install:
             deps.ensure(install=True)
@@ -184,6 +207,10 @@ def main(argv):
         patches = tree.series_files(args.patches)
         head = tree.apply_series(src, version, patches)
         say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
+        if args.mutant:
+            mutated = src
+            files = tree.apply_mutant(src, args.mutant)
+            say(f"mutant: {os.path.basename(args.mutant)} applied ({', '.join(files)})")
 
         verdict = Verdict(version)
         jobs = args.jobs or os.cpu_count() or 2
@@ -201,6 +228,9 @@ def main(argv):
     except KeyboardInterrupt:
         print("gate: interrupted; the tree is reset to pristine on the next run", file=sys.stderr)
         return 130
+    finally:
+        if mutated:
+            tree.restore_series(mutated)
 
     print(verdict.table())
     say(f"gate: {int(time.monotonic() - start)} s; logs in "

@@ -185,3 +185,38 @@ def apply_series(tree, version, patches):
     with open(applied, "w") as f:
         f.write(f"{digest} {head}\n")
     return head
+
+
+def apply_mutant(tree, path):
+    """Apply a mutant (a unified diff against the pristine tree, any header
+    text before it ignored) on top of the series, in the working tree only.
+    Returns the files it changes."""
+    if not os.path.isfile(path):
+        raise GateError(f"mutant {path} does not exist")
+    r = git(tree, "apply", "--numstat", os.path.abspath(path), check=False)
+    files = [line.split("\t")[-1] for line in r.stdout.splitlines() if line.strip()]
+    if r.returncode != 0 or not files:
+        err = (r.stderr or "").strip().splitlines()
+        raise GateError(f"mutant {os.path.basename(path)} does not apply: "
+                        f"{err[0] if err else 'no diff in it'}")
+    r = git(tree, "apply", os.path.abspath(path), check=False)
+    if r.returncode != 0:
+        restore_series(tree)
+        err = (r.stderr or "").strip().splitlines()
+        raise GateError(f"mutant {os.path.basename(path)} does not apply: "
+                        f"{err[0] if err else r.returncode}")
+    return files
+
+
+def restore_series(tree):
+    """Undo a mutant: the working tree back to the series' HEAD (pristine +
+    series), so the next run needs no git am and rebuilds only what the
+    mutant touched."""
+    git(tree, "reset", "-q", "--hard", "HEAD")
+    git(tree, "clean", "-q", "-f", "-d", "-x")
+
+
+def is_dirty(tree):
+    """Anything in the working tree besides pristine + series (a mutant left
+    behind by a run killed too hard to clean up)."""
+    return git(tree, "status", "--porcelain", "--ignored", check=False).stdout != ""

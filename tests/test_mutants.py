@@ -1,0 +1,175 @@
+"""The mutation gate's pieces: the catalogue's shape, header parsing (and
+headerless foreign mutants), the classifier on gate JSON, shards, merge."""
+
+import collections
+import glob
+import os
+import tempfile
+import unittest
+
+from helpers import REPO
+from gatelib import common, mutants, tree
+
+CATALOGUE = sorted(glob.glob(os.path.join(REPO, "mutants", "*.diff")))
+BEHAVIOURS = {"lock identity", "deposit/withdraw", "ctor/dtor", "ctor failure", "THP fault path",
+              "zap", "move_huge_pmd", "move_normal_pmd", "copy_huge_pmd", "split-off fallback"}
+
+
+def touched(path):
+    with open(path) as f:
+        return [line[6:].strip() for line in f if line.startswith("+++ b/")]
+
+
+class TheCatalogue(unittest.TestCase):
+    def setUp(self):
+        self.ms = [mutants.read(p, "default") for p in CATALOGUE]
+
+    def test_it_holds_at_least_sixteen_mutants_each_with_a_full_header(self):
+        self.assertGreaterEqual(len(self.ms), 16)
+        for m in self.ms:
+            for key in ("what", "behaviour", "config", "reach", "expected_killers"):
+                self.assertTrue(m[key], (m["name"], key))
+            self.assertIn(m["config"], ("default", "debug", "rt", "split-off"), m["name"])
+
+    def test_every_behaviour_has_at_least_two_mutants_that_count(self):
+        per = collections.Counter(m["behaviour"] for m in self.ms if not m["equivalent"])
+        self.assertEqual(set(per) - BEHAVIOURS, set())
+        for b in BEHAVIOURS:
+            self.assertGreaterEqual(per[b], 2, b)
+
+    def test_at_least_three_mutants_change_include_linux_mm_h(self):
+        mm_h = [p for p in CATALOGUE if "include/linux/mm.h" in touched(p)]
+        self.assertGreaterEqual(len(mm_h), 3)
+
+    def test_at_least_four_are_reachable_only_by_a_concurrent_or_cross_table_test(self):
+        only = [m for m in self.ms if m["reach"] == "kselftest" and not m["equivalent"]]
+        self.assertGreaterEqual(len(only), 4)
+        funcs = ("move_huge_pmd", "copy_huge_pmd", "zap", "THP fault path", "move_normal_pmd")
+        self.assertTrue(all(m["behaviour"] in funcs for m in only))
+
+    def test_equivalent_mutants_say_why(self):
+        eq = [m for m in self.ms if m["equivalent"]]
+        self.assertGreaterEqual(len(eq), 1)
+        for m in eq:
+            self.assertGreater(len(m["equivalent"]), 40, m["name"])
+
+    def test_every_mutant_applies_to_the_pristine_tree(self):
+        src, _ = tree.prepare(common.cache_dir(), tree.find_tarball())
+        for p in CATALOGUE:
+            r = common.git(src, "apply", "--check", p, check=False)
+            self.assertEqual(r.returncode, 0, (os.path.basename(p), r.stderr))
+
+
+class ReadingAMutant(unittest.TestCase):
+    def write(self, text):
+        fd, path = tempfile.mkstemp(suffix=".diff")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        self.addCleanup(os.unlink, path)
+        return path
+
+    def test_a_headerless_foreign_mutant_runs_on_the_given_configuration(self):
+        p = self.write("--- a/mm/mremap.c\n+++ b/mm/mremap.c\n@@ -1 +1 @@\n-a\n+b\n")
+        m = mutants.read(p, "debug")
+        self.assertEqual((m["config"], m["behaviour"], m["has_header"]), ("debug", "unknown", False))
+
+    def test_a_git_format_patch_mail_is_a_mutant_too(self):
+        p = self.write("From 0 Mon\nSubject: x\n\n---\n mm/x.c | 1 +\n\ndiff --git a/mm/x.c b/mm/x.c\n"
+                       "--- a/mm/x.c\n+++ b/mm/x.c\n@@ -1 +1 @@\n-a\n+b\n")
+        self.assertEqual(mutants.read(p, "default")["config"], "default")
+
+    def test_a_header_names_its_configuration(self):
+        p = self.write("# Mutant: x\n# Config: split-off\n# Behaviour: zap\n--- a/f\n+++ b/f\n")
+        self.assertEqual(mutants.read(p, "default")["config"], "split-off")
+
+    def test_a_file_without_a_diff_is_refused(self):
+        with self.assertRaises(mutants.MutantError):
+            mutants.read(self.write("just words\n"), "default")
+
+
+def run_doc(*rows):
+    return {"verdict": "x", "results": [
+        {"config": "default", "kind": k, "suite": s, "name": n, "status": st, "reason": r}
+        for k, s, n, st, r in rows]}
+
+
+BASE = run_doc(("kunit", "pmd_ptlock_lockptr", "a", "pass", ""),
+               ("kselftest", "mremap_test", "b", "fail", "fails on the unmodified tree"),
+               ("console", "guest console", "console clean", "pass", ""))
+
+
+class Classifying(unittest.TestCase):
+    def test_a_new_failure_kills_and_is_named(self):
+        st, by = mutants.classify(run_doc(("kunit", "pmd_ptlock_lockptr", "a", "fail", "x")), BASE)
+        self.assertEqual((st, by), ("killed", "kunit pmd_ptlock_lockptr.a"))
+
+    def test_a_failure_the_unmodified_tree_has_too_does_not_kill(self):
+        st, _ = mutants.classify(run_doc(("kunit", "pmd_ptlock_lockptr", "a", "pass", ""),
+                                         ("kselftest", "mremap_test", "b", "fail", "same")), BASE)
+        self.assertEqual(st, "survived")
+
+    def test_a_console_finding_kills(self):
+        st, by = mutants.classify(run_doc(
+            ("kunit", "pmd_ptlock_lockptr", "a", "pass", ""),
+            ("console", "guest console", "bug (line 9)", "fail", "BUG: non-zero pgtables_bytes")), BASE)
+        self.assertEqual(st, "killed")
+        self.assertIn("non-zero pgtables_bytes", by)
+
+    def test_a_hung_guest_is_a_timeout(self):
+        st, _ = mutants.classify(run_doc(
+            ("kselftest", "(guest)", "guest finished", "fail", "guest hung: killed after 600 s")), BASE)
+        self.assertEqual(st, "timeout")
+
+    def test_a_build_failure_is_invalid_with_its_first_error_line(self):
+        st, why = mutants.classify(run_doc(
+            ("console", "(gate)", "kernel build", "fail",
+             "kernel build failed: mm/x.c:3:1: error: expected ';' (log: /tmp/l)")), BASE)
+        self.assertEqual((st, why), ("invalid", "mm/x.c:3:1: error: expected ';'"))
+
+    def test_a_mutant_that_does_not_apply_is_invalid(self):
+        st, why = mutants.classify(run_doc(
+            ("console", "(gate)", "setup", "fail", "mutant x does not apply: patch failed")), BASE)
+        self.assertEqual(st, "invalid")
+        self.assertIn("does not apply", why)
+
+
+def res(name, status, cfg="default"):
+    return {"name": name, "behaviour": "zap", "config": cfg, "status": status, "killed_by": "",
+            "seconds": 1}
+
+
+class ShardsAndMerge(unittest.TestCase):
+    def test_every_mutant_is_in_exactly_one_shard(self):
+        items = [f"m{i}" for i in range(24)]
+        for n in (1, 2, 3, 5, 24, 30):
+            shards = [mutants.shard(items, f"{k}/{n}") for k in range(1, n + 1)]
+            flat = [x for s in shards for x in s]
+            self.assertEqual(sorted(flat), sorted(items), n)
+            self.assertEqual(len(flat), len(set(flat)), n)
+
+    def test_a_bad_shard_spec_is_refused(self):
+        for spec in ("0/2", "3/2", "1/0", "a/b", "2"):
+            with self.assertRaises(mutants.MutantError, msg=spec):
+                mutants.shard([1], spec)
+
+    def test_merged_shards_give_the_table_and_score_of_one_run(self):
+        allm = [res("a", "killed"), res("b", "survived"), res("c", "invalid"), res("d", "timeout"),
+                res("e", "equivalent"), res("f", "killed", "debug")]
+        one = mutants.merge([{"tree": "6.12.118", "suite": "ours", "mutants": allm}])
+        parts = [{"tree": "6.12.118", "suite": "ours", "mutants": mutants.shard(allm, f"{k}/3")}
+                 for k in (1, 2, 3)]
+        merged = mutants.merge(parts)
+        self.assertEqual(merged, one)
+        self.assertEqual(mutants.table(merged), mutants.table(one))
+        self.assertEqual((merged["killed"], merged["valid"], merged["score"]), (3, 4, 75.0))
+
+    def test_merging_different_suites_or_overlapping_shards_is_refused(self):
+        a = {"tree": "6.12.118", "suite": "ours", "mutants": [res("a", "killed")]}
+        with self.assertRaises(mutants.MutantError):
+            mutants.merge([a, dict(a, suite="upstream", mutants=[])])
+        with self.assertRaises(mutants.MutantError):
+            mutants.merge([a, a])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,191 @@
+"""The mutation gate on real runs (the CI subset): one invocation over two
+catalogue mutants in .c files (one only a kselftest reaches), a declared
+equivalent (a real survivor), a mutant that does not apply, one that does
+not build and one that hangs the guest; then a gate killed in the middle of
+a mutant, politely and hard, and the tree back to pristine + series."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from helpers import REPO, TOOLS, run_tool
+from gatelib import common, tree
+
+CAT = os.path.join(REPO, "mutants")
+KUNIT_KILL = os.path.join(CAT, "04-deposit-appends-at-tail.diff")
+KSELFTEST_KILL = os.path.join(CAT, "16-move-huge-pmd-keeps-deposit-in-old-table.diff")
+EQUIVALENT = os.path.join(CAT, "18-move-must-withdraw-within-one-table.diff")
+
+NO_APPLY = """--- a/mm/pgtable-generic.c
++++ b/mm/pgtable-generic.c
+@@ -1,3 +1,3 @@
+-this line is not in the file
++neither is this one
+ nor this
+ nor that
+"""
+
+NO_BUILD = """--- a/mm/pgtable-generic.c
++++ b/mm/pgtable-generic.c
+@@ -170,6 +170,7 @@ pgtable_t pgtable_trans_huge_withdraw(struct mm_struct *mm, pmd_t *pmdp)
+ {
+ 	pgtable_t pgtable;
+ 
++	this does not compile;
+ 	assert_spin_locked(pmd_lockptr(mm, pmdp));
+ 
+ 	/* FIFO */
+"""
+
+# Spins in move_huge_pmd() with the lock held: only the mremap kselftest gets there.
+HANG = """--- a/mm/huge_memory.c
++++ b/mm/huge_memory.c
+@@ -2227,6 +2227,8 @@ bool move_huge_pmd(struct vm_area_struct *vma, unsigned long old_addr,
+ 	 */
+ 	old_ptl = __pmd_trans_huge_lock(old_pmd, vma);
+ 	if (old_ptl) {
++		for (;;)
++			cpu_relax();
+ 		new_ptl = pmd_lockptr(mm, new_pmd);
+ 		if (new_ptl != old_ptl)
+ 			spin_lock_nested(new_ptl, SINGLE_DEPTH_NESTING);
+"""
+
+TMP = None
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="mutate-run-")
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def foreign(name, text):
+    """A mutant as someone else would hand it over: a bare diff, no header."""
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def the_tree():
+    return tree.prepare(common.cache_dir(), tree.find_tarball())[0]
+
+
+def at_series(src):
+    """Pristine + series, nothing else: what every mutant run must leave."""
+    log = common.git(src, "log", "--format=%s", "-4").stdout.splitlines()
+    return (not tree.is_dirty(src)
+            and log[-1].endswith("(pristine)")
+            and any("KUnit tests for the split PMD" in s for s in log))
+
+
+class MutantsOnRealRuns(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        out = os.path.join(TMP, "subset.json")
+        files = [KUNIT_KILL, KSELFTEST_KILL, EQUIVALENT, foreign("no-apply.diff", NO_APPLY),
+                 foreign("no-build.diff", NO_BUILD), foreign("hang.diff", HANG)]
+        cls.r = run_tool(["mutate", "--json", out, "--timeout", "240", *files], timeout=5400)
+        with open(out) as f:
+            cls.doc = json.load(f)
+        cls.by = {m["name"]: m for m in cls.doc["mutants"]}
+
+    def test_a_kunit_reachable_mutant_is_killed_by_the_kunit_case_that_pins_it(self):
+        m = self.by["04-deposit-appends-at-tail"]
+        self.assertEqual(m["status"], "killed", m)
+        self.assertIn("withdraw_order_is_newest_then_oldest_onward", m["killed_by"])
+
+    def test_a_cross_table_mutant_is_killed_by_the_mremap_kselftest(self):
+        m = self.by["16-move-huge-pmd-keeps-deposit-in-old-table"]
+        self.assertEqual(m["status"], "killed", m)
+        self.assertIn("pmd_ptlock_mremap", m["killed_by"])
+        self.assertNotIn("kunit pmd_ptlock", m["killed_by"])
+
+    def test_a_declared_equivalent_survives_and_stays_out_of_the_score(self):
+        m = self.by["18-move-must-withdraw-within-one-table"]
+        self.assertEqual(m["status"], "equivalent", m)
+        self.assertEqual(self.doc["counts"]["equivalent"], 1)
+
+    def test_a_mutant_that_does_not_apply_is_invalid(self):
+        m = self.by["no-apply"]
+        self.assertEqual((m["status"], m["config"], m["behaviour"]), ("invalid", "default", "unknown"))
+        self.assertIn("does not apply", m["killed_by"])
+
+    def test_a_mutant_that_does_not_build_is_invalid_with_the_error_line(self):
+        m = self.by["no-build"]
+        self.assertEqual(m["status"], "invalid", m)
+        self.assertIn("pgtable-generic.c", m["killed_by"])
+        self.assertIn("error", m["killed_by"])
+
+    def test_a_mutant_that_hangs_the_guest_is_a_timeout_and_counts_as_killed(self):
+        m = self.by["hang"]
+        self.assertEqual(m["status"], "timeout", m)
+
+    def test_the_score_counts_killed_and_timeouts_over_the_valid_ones(self):
+        self.assertEqual((self.doc["killed"], self.doc["valid"], self.doc["score"]), (3, 3, 100.0))
+        self.assertEqual(self.r.returncode, 0, self.r.stdout[-3000:] + self.r.stderr[-2000:])
+        self.assertIn("3 passed, 0 failed", self.r.stdout)
+
+    def test_every_result_has_the_documented_fields(self):
+        self.assertEqual(set(self.doc), {"tree", "suite", "mutants", "score", "counts", "killed",
+                                         "valid"})
+        for m in self.doc["mutants"]:
+            for key in ("name", "behaviour", "config", "status", "killed_by", "seconds"):
+                self.assertIn(key, m)
+
+    def test_the_tree_is_back_at_pristine_plus_series_after_failed_mutants(self):
+        self.assertTrue(at_series(the_tree()))
+
+
+class AnInterruptedMutant(unittest.TestCase):
+    def start_gate_with_mutant(self):
+        log = os.path.join(TMP, "interrupted.log")
+        f = open(log, "w")
+        self.addCleanup(f.close)
+        p = subprocess.Popen([os.path.join(TOOLS, "gate"), "--only", "kunit", "--mutant", KUNIT_KILL],
+                             stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            with open(log) as g:
+                if "mutant: 04-deposit-appends-at-tail.diff applied" in g.read():
+                    time.sleep(3)  # into the build
+                    return p
+            if p.poll() is not None:
+                break
+            time.sleep(1)
+        p.kill()
+        self.fail("the gate never applied the mutant: " + open(log).read()[-2000:])
+
+    def test_a_terminated_gate_takes_its_mutant_back_out(self):
+        p = self.start_gate_with_mutant()
+        self.assertTrue(tree.is_dirty(the_tree()))
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=120), 130)
+        self.assertTrue(at_series(the_tree()))
+
+    def test_a_gate_killed_hard_leaves_a_tree_the_next_run_repairs(self):
+        p = self.start_gate_with_mutant()
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+        src = the_tree()
+        # Everything the gate started dies too (its steps run in their own sessions).
+        subprocess.run(["pkill", "-KILL", "-f", common.cache_dir()], check=False)
+        time.sleep(2)
+        self.assertTrue(tree.is_dirty(src))
+        r = run_tool(["gate", "--only", "kunit", "--filter", "pmd_ptlock_deposit.*"])
+        self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-2000:])
+        self.assertTrue(at_series(src))
+
+
+if __name__ == "__main__":
+    unittest.main()

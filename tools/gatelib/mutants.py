@@ -1,0 +1,139 @@
+"""Mutants: catalogue headers, classification of a gate run, shards, merge."""
+
+import os
+import re
+
+HEADER_KEYS = ("mutant", "behaviour", "config", "reach", "killers", "equivalent")
+STATUSES = ("killed", "survived", "invalid", "timeout", "equivalent")
+
+
+class MutantError(Exception):
+    pass
+
+
+def read(path, default_config):
+    """A mutant file: header fields (all optional) and its name. A file with
+    no header (someone else's diff) runs on default_config."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    head = {}
+    for line in text.splitlines():
+        if line.startswith(("--- ", "diff ", "Index: ", "+++ ", "@@")):
+            break
+        m = re.match(r"^#\s*([A-Za-z]+):\s*(.*)$", line)
+        if m and m.group(1).lower() in HEADER_KEYS:
+            head[m.group(1).lower()] = m.group(2).strip()
+    if "\n--- " not in "\n" + text and "\ndiff " not in "\n" + text:
+        raise MutantError(f"{path}: no unified diff in it")
+    name = re.sub(r"\.(diff|patch)$", "", os.path.basename(path))
+    return {"name": name, "path": os.path.abspath(path),
+            "what": head.get("mutant", ""),
+            "behaviour": head.get("behaviour", "unknown"),
+            "config": head.get("config") or default_config,
+            "reach": head.get("reach", ""),
+            "expected_killers": head.get("killers", ""),
+            "equivalent": head.get("equivalent", ""),
+            "has_header": bool(head)}
+
+
+def shard(items, spec):
+    """The K-th of N disjoint slices ("K/N", 1-based) of items, round robin
+    over the given order, so every item is in exactly one shard."""
+    m = re.fullmatch(r"(\d+)/(\d+)", spec or "")
+    if not m:
+        raise MutantError(f"--shard {spec}: expected K/N, e.g. 1/4")
+    k, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or not 1 <= k <= n:
+        raise MutantError(f"--shard {spec}: K must be between 1 and N")
+    return [x for i, x in enumerate(items) if i % n == k - 1]
+
+
+def result_key(r):
+    """What identifies one result of a gate run across runs."""
+    return (r["config"], r["kind"], r["suite"], r["name"])
+
+
+def classify(data, baseline, hung_word="hung"):
+    """(status, killed_by) of a mutant's gate JSON against the unmodified
+    tree's (same suite and configuration). A result that failed on the
+    unmodified tree too cannot kill; a setup or build failure is invalid; a
+    hung guest is a kill, reported as timeout."""
+    for r in data["results"]:
+        if r["suite"] == "(gate)" and r["status"] == "fail":
+            reason = r["reason"]
+            m = re.match(r"kernel build failed: (.*?)(?: \(log: .*\))?$", reason)
+            return "invalid", (m.group(1) if m else reason)
+    base_fail = {result_key(r) for r in baseline["results"] if r["status"] == "fail"}
+    base_seen = {result_key(r) for r in baseline["results"]}
+    killers, hung = [], False
+    for r in data["results"]:
+        if r["status"] != "fail" or result_key(r) in base_fail:
+            continue
+        if hung_word in r["reason"] and r["suite"] == "(guest)":
+            hung = True
+        label = {"kunit": "kunit", "kselftest": "kselftest", "console": "console"}[r["kind"]]
+        what = f"{r['suite']}.{r['name']}" if r["kind"] == "kunit" else f"{r['suite']}: {r['name']}"
+        if r["kind"] == "console":
+            what = f"{r['suite']}: {r['reason'][:80]}"
+        if result_key(r) not in base_seen and r["kind"] != "console" and r["suite"] != "(guest)":
+            what += " (new)"
+        killers.append(f"{label} {what}")
+    # A case the unmodified tree passed that no longer reports at all (a crash
+    # cut the run short) is caught by the parsers as a failure row already.
+    if hung:
+        return "timeout", "; ".join(killers)
+    if killers:
+        return "killed", "; ".join(killers)
+    return "survived", ""
+
+
+def score(results):
+    """Kill rate over the valid, non-equivalent mutants (timeouts are kills)."""
+    counted = [r for r in results if r["status"] in ("killed", "survived", "timeout")]
+    killed = sum(r["status"] in ("killed", "timeout") for r in counted)
+    counts = {s: sum(r["status"] == s for r in results) for s in STATUSES}
+    pct = round(100.0 * killed / len(counted), 1) if counted else None
+    return {"killed": killed, "valid": len(counted), "percent": pct, "counts": counts}
+
+
+def merge(docs):
+    """Fold shard results (same tree and suite, disjoint mutants) into one."""
+    if not docs:
+        raise MutantError("nothing to merge")
+    tree, suite = docs[0].get("tree"), docs[0].get("suite")
+    seen, mutants = set(), []
+    for d in docs:
+        if d.get("tree") != tree or d.get("suite") != suite:
+            raise MutantError(f"cannot merge results of different trees or suites "
+                              f"({tree}/{suite} vs {d.get('tree')}/{d.get('suite')})")
+        for m in d["mutants"]:
+            key = (m["name"], m["config"])
+            if key in seen:
+                raise MutantError(f"mutant {m['name']} ({m['config']}) is in more than one shard")
+            seen.add(key)
+            mutants.append(m)
+    mutants.sort(key=lambda m: (m["name"], m["config"]))
+    s = score(mutants)
+    return {"tree": tree, "suite": suite, "mutants": mutants, "score": s["percent"],
+            "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
+
+
+def table(doc):
+    head = ("MUTANT", "BEHAVIOUR", "CONFIG", "STATUS", "SECONDS", "KILLED BY / WHY")
+    rows = [(m["name"], m["behaviour"], m["config"], m["status"], str(m["seconds"]),
+             m.get("killed_by", "")) for m in doc["mutants"]]
+    widths = [min(52, max([len(head[i])] + [len(r[i]) for r in rows])) for i in range(5)]
+    out = [f"mutation gate: linux {doc['tree']}, suite {doc['suite']}"]
+
+    def fmt(r):
+        return "  ".join(str(r[i])[:widths[i]].ljust(widths[i]) for i in range(5)) + \
+            ("  " + r[5][:120] if r[5] else "")
+    out.append(fmt(head).rstrip())
+    out += [fmt(r).rstrip() for r in rows]
+    c = doc["counts"]
+    pct = "n/a" if doc["score"] is None else f"{doc['score']}%"
+    out.append(f"SCORE: {doc['killed']}/{doc['valid']} valid mutants killed ({pct}); "
+               f"{c['survived']} survived, {c['invalid']} invalid, {c['timeout']} timeout, "
+               f"{c['equivalent']} equivalent")
+    out.append(f"{doc['killed']} passed, {doc['valid'] - doc['killed']} failed")
+    return "\n".join(out)

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""pmd-ptlock mutation gate: does the suite catch regressions?
+
+Runs kernel mutants (unified diffs against the pristine 6.12 tree) one at a
+time: for each, the gate resets the tree to pristine + series, applies the
+mutant, builds incrementally and runs in full (KUnit, kselftests, console
+scan) on the mutant's configuration; the run is compared with the unmodified
+tree's run on the same configuration and the mutant classified killed (by
+what), survived, invalid (does not apply or build), timeout (hung guest: a
+kill) or equivalent (declared in its header, kept out of the score). The tree
+goes back to pristine + series after every mutant, interrupted or not.
+
+With no FILE the catalogue (mutants/*.diff) runs; each catalogue mutant
+names its configuration in its header. Mutants without a header run on
+--config. --suite upstream measures upstream's own tests on the same mutants.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gatelib import common, mutants, tree  # noqa: E402
+from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
+
+CATALOGUE = os.path.join(common.REPO, "mutants")
+GATE = os.path.join(common.REPO, "tools", "gate")
+CONFIGS = ["default", "debug", "rt", "split-off"]
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"mutate: {message} (see tools/mutate --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    ap = Parser(prog="tools/mutate", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", metavar="FILE.diff",
+                    help="mutants to run (default: the catalogue, mutants/*.diff)")
+    ap.add_argument("--config", default="default", choices=CONFIGS,
+                    help="configuration for mutants whose header names none (default %(default)s)")
+    ap.add_argument("--suite", choices=["ours", "upstream"], default="ours",
+                    help="whose tests judge the mutants (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="fold shard results into one table and score (runs nothing)")
+    ap.add_argument("--timeout", type=int, default=600, metavar="S",
+                    help="bound on each guest run, passed to the gate (default %(default)s)")
+    ap.add_argument("--cache", metavar="DIR", help="the gate's cache (default as tools/gate)")
+    ap.add_argument("--no-install", action="store_true", help="passed to the gate")
+    args = ap.parse_args(argv)
+    if args.merge and (args.files or args.shard):
+        ap.error("--merge takes only result files")
+    if args.timeout < 5:
+        ap.error("--timeout must be at least 5 seconds")
+    return args
+
+
+def load_mutants(args):
+    files = args.files or sorted(
+        os.path.join(CATALOGUE, f) for f in os.listdir(CATALOGUE) if f.endswith(".diff"))
+    if not files:
+        raise mutants.MutantError("no mutants given and none in mutants/")
+    out = []
+    for f in files:
+        if not os.path.isfile(f):
+            raise mutants.MutantError(f"{f}: no such file")
+        m = mutants.read(f, args.config)
+        if m["config"] not in CONFIGS:
+            raise mutants.MutantError(f"{f}: unknown configuration '{m['config']}' in its header")
+        out.append(m)
+    return mutants.shard(out, args.shard) if args.shard else out
+
+
+def gate(args, config, out_json, log, mutant=None):
+    """One gate run; returns its JSON (or None when it wrote none)."""
+    cmd = [GATE, "--config", config, "--suite", args.suite, "--json", out_json,
+           "--timeout", str(args.timeout)]
+    if args.cache:
+        cmd += ["--cache", args.cache]
+    if args.no_install:
+        cmd.append("--no-install")
+    if mutant:
+        cmd += ["--mutant", mutant]
+    if os.path.exists(out_json):
+        os.unlink(out_json)
+    try:
+        # The gate bounds its own guests; this bound only catches a gate that hangs itself.
+        run_logged(cmd, log, "gate", 3 * 3600, heartbeat=60)
+    except StepTimeout:
+        return None
+    try:
+        with open(out_json) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv):
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if args.merge:
+            docs = []
+            for p in args.merge:
+                try:
+                    with open(p) as f:
+                        docs.append(json.load(f))
+                except (OSError, ValueError) as e:
+                    raise mutants.MutantError(f"{p}: not a mutate result ({e})") from None
+            doc = mutants.merge(docs)
+            return finish(args, doc)
+        todo = load_mutants(args)
+    except mutants.MutantError as e:
+        print(f"mutate: {e}", file=sys.stderr)
+        return 2
+
+    cache = common.cache_dir(args.cache)
+    work = os.path.join(cache, "mutate", args.suite)
+    os.makedirs(work, exist_ok=True)
+    results, baselines = [], {}
+    src, version = None, "unknown"
+    try:
+        src, version = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
+        for m in todo:
+            cfg = m["config"]
+            if cfg not in baselines:
+                say(f"mutate: the unmodified tree on {cfg} ({args.suite} suite) first")
+                base = gate(args, cfg, os.path.join(work, f"baseline-{cfg}.json"),
+                            os.path.join(work, f"baseline-{cfg}.log"))
+                if base is None or not any(r["status"] == "pass" for r in base["results"]):
+                    raise GateError(f"the unmodified tree did not run on {cfg} "
+                                    f"(log: {os.path.join(work, f'baseline-{cfg}.log')})")
+                if args.suite == "ours" and base["verdict"] != "pass":
+                    raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
+                                    f"before measuring mutants (see {work}/baseline-{cfg}.log)")
+                baselines[cfg] = base
+            say(f"mutate: {m['name']} on {cfg}")
+            t0 = time.monotonic()
+            log = os.path.join(work, f"{m['name']}-{cfg}.log")
+            data = gate(args, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
+                        mutant=m["path"])
+            if data is None:
+                status, why = "timeout", f"the gate itself did not finish (log: {log})"
+            else:
+                status, why = mutants.classify(data, baselines[cfg])
+            if m["equivalent"] and status == "survived":
+                status, why = "equivalent", m["equivalent"]
+            elif m["equivalent"]:
+                why = f"{why} (declared equivalent, but this run tells them apart)"
+            res = {"name": m["name"], "behaviour": m["behaviour"], "config": cfg,
+                   "status": status, "killed_by": why,
+                   "seconds": round(time.monotonic() - t0), "expected_killers": m["expected_killers"],
+                   "file": os.path.relpath(m["path"], common.REPO)
+                   if m["path"].startswith(common.REPO + os.sep) else m["path"]}
+            results.append(res)
+            say(f"mutate: {m['name']}: {status} in {res['seconds']} s"
+                + (f" ({why[:120]})" if why else ""))
+    except GateError as e:
+        print(f"mutate: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("mutate: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        # The gate restores the tree itself; this covers a gate killed hard.
+        if src and tree.is_dirty(src):
+            tree.restore_series(src)
+    s = mutants.score(results)
+    doc = {"tree": version, "suite": args.suite, "mutants": results, "score": s["percent"],
+           "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
+    return finish(args, doc)
+
+
+def finish(args, doc):
+    print(mutants.table(doc))
+    if args.json:
+        d = os.path.dirname(os.path.abspath(args.json))
+        os.makedirs(d, exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    return 0 if doc["valid"] and doc["killed"] == doc["valid"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
