@@ -136,27 +136,56 @@ def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
     return cmd + shlex.split(extra or "")
 
 
-def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu="", mem="2G",
-         thp="always"):
-    """Boot and run; returns (kselftest rows, console text, facts)."""
+def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra_qemu, mem,
+          files=None):
+    """One guest boot with guest.env (and files) in a fresh out share.
+    Returns (out dir, console text, seconds, hung message or None)."""
     out = os.path.join(run_dir, "out")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     with open(os.path.join(out, "guest.env"), "w") as f:
-        f.write(f"GATE_TREE='{tree}'\nGATE_BUILD='{build}'\nGATE_ITEMS='{items}'\n"
-                f"GATE_TIMEOUT='{max(60, timeout - 30)}'\nGATE_THP='{thp}'\n")
+        f.write(f"GATE_TREE='{tree}'\nGATE_BUILD='{build}'\n")
+        for k, v in env.items():
+            f.write(f"{k}='{v}'\n")
+    for name, text in (files or {}).items():
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
     console_log = os.path.join(run_dir, "guest-console.log")
     cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu)
-    say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for '{items}'; console {console_log}")
+    say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for {what}; console {console_log}")
     t0 = time.monotonic()
     hung = None
     try:
         run_logged(cmd, console_log, "guest", timeout, heartbeat=30)
     except StepTimeout:
         hung = f"guest hung: killed after {timeout} s"
-    facts = {"guest_s": round(time.monotonic() - t0)}
     with open(console_log, errors="replace") as f:
         console_text = f.read()
+    return out, console_text, round(time.monotonic() - t0), hung
+
+
+def run_script(tree, build, kernel, run_dir, script, *, accel, smp, timeout, mem, thp="always",
+               extra_qemu=""):
+    """Boot and run a bash script (tools/bench). Returns (exit status or
+    None, its output, console text, seconds, hung message or None)."""
+    env = {"GATE_RUN": "run.sh", "GATE_THP": thp, "GATE_ITEMS": "", "GATE_TIMEOUT": str(timeout)}
+    out, console_text, secs, hung = _boot(tree, build, kernel, run_dir, env, "a script",
+                                          accel=accel, smp=smp, timeout=timeout,
+                                          extra_qemu=extra_qemu, mem=mem,
+                                          files={"run.sh": script})
+    status = _read(os.path.join(out, "status"))
+    return (int(status) if status and status.strip().isdigit() else None,
+            _read(os.path.join(out, "run.log")) or "", console_text, secs, hung)
+
+
+def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu="", mem="2G",
+         thp="always"):
+    """Boot and run; returns (kselftest rows, console text, facts)."""
+    env = {"GATE_ITEMS": items, "GATE_TIMEOUT": max(60, timeout - 30), "GATE_THP": thp}
+    out, console_text, secs, hung = _boot(tree, build, kernel, run_dir, env, f"'{items}'",
+                                          accel=accel, smp=smp, timeout=timeout,
+                                          extra_qemu=extra_qemu, mem=mem)
+    facts = {"guest_s": secs}
     thp = _read(os.path.join(out, "thp"))
     if thp:
         facts["thp"] = thp.strip()
