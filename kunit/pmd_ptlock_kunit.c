@@ -1009,9 +1009,11 @@ static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct ku
 	nr = pt_nr_pagetable();
 
 	pt_inject_arm();
-	err = pte_alloc(mm, pmd);
+	err = __pte_alloc(mm, pmd);
 	KUNIT_ASSERT_TRUE(test, pt_inject_fired());
+	/* What a fault turns into VM_FAULT_OOM... */
 	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
+	/* ...with the PMD entry still empty and nothing accounted. */
 	KUNIT_EXPECT_TRUE(test, pmd_none(*pmd));
 	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm), bytes);
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);

@@ -34,6 +34,32 @@ class GateRefusesBadInput(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("nosuch", one_line(self, r))
 
+    def test_matrix_and_config_together_are_refused(self):
+        r = run_tool(["gate", "--matrix", "--config", "rt"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--matrix", one_line(self, r))
+
+    def test_upstream_suite_has_no_kunit_part(self):
+        r = run_tool(["gate", "--suite", "upstream", "--only", "kunit"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("upstream", one_line(self, r))
+
+    def test_a_missing_mutant_file_is_named(self):
+        r = run_tool(["gate", "--mutant", "/nonexistent.diff"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent.diff", one_line(self, r))
+
+    def test_mutate_refuses_a_bad_shard_and_a_file_without_a_diff(self):
+        r = run_tool(["mutate", "--shard", "5/4"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("5/4", one_line(self, r))
+        plain = os.path.join(self.tmp, "plain.diff")
+        with open(plain, "w") as f:
+            f.write("no diff here\n")
+        r = run_tool(["mutate", plain])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no unified diff", one_line(self, r))
+
     def test_a_tree_of_another_version_is_refused(self):
         src = os.path.join(self.tmp, "linux-6.11.3")
         os.makedirs(src)

@@ -40,8 +40,8 @@ class Parser(argparse.ArgumentParser):
 def parse_args(argv):
     ap = Parser(prog="tools/gate", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="default", choices=CONFIGS,
-                    help="kernel configuration to test, configs/NAME.config (default: %(default)s)")
+    ap.add_argument("--config", choices=CONFIGS,
+                    help="kernel configuration to test, configs/NAME.config (default: default)")
     ap.add_argument("--matrix", action="store_true",
                     help="test every configuration in turn: " + ", ".join(CONFIGS))
     ap.add_argument("--filter", default="", metavar="GLOB",
@@ -86,6 +86,9 @@ def parse_args(argv):
         ap.error("--smp must be at least 1")
     if not args.kselftests.split():
         ap.error("--kselftests needs at least one category")
+    if args.matrix and args.config:
+        ap.error("--matrix runs every configuration: give it or --config, not both")
+    args.config = args.config or "default"
     if args.suite == "upstream":
         if args.only == "kunit":
             ap.error("--suite upstream has no KUnit part")
