@@ -79,6 +79,19 @@ class KtapEdgeCases(unittest.TestCase):
         self.assertEqual(kunitrun.parse_rows(text),
                          [("s", "c", "skip", "lock is embedded in this configuration")])
 
+    def test_a_skipped_parameterised_case_takes_its_params_reason(self):
+        # Real: the rt kernel (no THP) skips the deposit suite; KUnit prints the
+        # reason on each param of the parameterised case, not on the case.
+        rows = kunitrun.parse_rows(fixture("kunit-rt.log"))
+        deposit = [r for r in rows if r[0] == "pmd_ptlock_deposit"]
+        self.assertEqual(len(deposit), 4)
+        for r in deposit:
+            self.assertEqual(r[2], "skip", r)
+            self.assertIn("no THP in this kernel", r[3], r)
+        others = [r for r in rows if r[0] != "pmd_ptlock_deposit"]
+        self.assertEqual({r[2] for r in others}, {"pass"})
+        self.assertEqual(len(others), 18)
+
     def test_kernel_lines_interleaved_with_ktap_do_not_break_nesting(self):
         text = ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: s\n    1..2\n"
                 "    ok 1 a\n[   1.0] random: crng init done\nsome driver message\n"

@@ -203,6 +203,10 @@ def kunit_results(root):
                     reason = "failed params: " + ", ".join(bad) + (f"; {reason}" if reason else "")
                 elif missing:
                     status, reason = "fail", missing
+                elif status == "skip" and not reason:
+                    # KUnit prints a skipped parameterised case's reason on its params only.
+                    why = sorted({p.reason for p in case.children if p.status == "skip" and p.reason})
+                    reason = "; ".join(why)
             rows.append((suite.name, case.name, status, reason))
         missing = check_plan(suite)
         if missing:
