@@ -22,7 +22,6 @@ to --out. Not a test: nothing here passes or fails on a number.
 """
 
 import argparse
-import fcntl
 import json
 import os
 import statistics
@@ -31,7 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import ccache, common, console, deps, guest, kunitrun, series, tree  # noqa: E402
+from gatelib import ccache, common, console, guest, kunitrun, series, tree  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
@@ -41,12 +40,6 @@ CASES = [("A", "split", "never", "THP off"),
          ("B", "mm-lock", "always", "THP on, mm-wide PMD lock"),
          ("C", "split", "always", "THP on, split PMD locks")]
 WALKS = ["populate", "mincore", "zero"]
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"bench: {message} (see tools/bench --help)", file=sys.stderr)
-        sys.exit(2)
 
 
 def size_arg(text):
@@ -62,7 +55,7 @@ def size_arg(text):
 
 
 def parse_args(argv):
-    ap = Parser(prog="tools/bench", description=__doc__,
+    ap = common.OneLineParser(prog="tools/bench", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="bench-results", metavar="DIR",
                     help="results folder (default %(default)s)")
@@ -261,12 +254,7 @@ def main(argv):
     args = parse_args(argv)
     start = time.monotonic()
     try:
-        if os.geteuid() == 0 and not args.no_install:
-            deps.ensure(install=True)
-        deps.require_qemu()
-        cache = common.cache_dir(args.cache)
-        lock = open(os.path.join(cache, "gate.lock"), "w")
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        cache, lock = common.locked_cache(args.cache, args.no_install)
         src, version = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
         # The series plus the benchmark-only patch (kept apart from the series).
         tree.apply_series(src, version, tree.series_files(series.PATCH_DIR) + [PATCH])
@@ -311,9 +299,7 @@ def main(argv):
     print(text)
     with open(os.path.join(args.out, "table.txt"), "w") as f:
         f.write(text + "\n")
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump({**facts, "summary": s, "runs": runs}, f, indent=2)
-        f.write("\n")
+    common.write_json(os.path.join(args.out, "results.json"), {**facts, "summary": s, "runs": runs})
     with open(os.path.join(args.out, "plot.svg"), "w") as f:
         f.write(svg_plot(args, s))
     say(f"bench: {int(time.monotonic() - start)} s; table.txt, results.json, plot.svg in {args.out}")

@@ -13,14 +13,13 @@ verdict table and exits 0 only when all passed.
 """
 
 import argparse
-import fcntl
 import os
 import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import ccache, common, console, deps, guest, kunitrun, series, tree  # noqa: E402
+from gatelib import ccache, common, console, guest, kunitrun, series, tree  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
@@ -30,15 +29,8 @@ CONFIGS = ["default", "debug", "rt", "split-off"]
 UPSTREAM_CATEGORIES = "thp mremap cow"
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        # One line, non-zero: bad input is not a traceback or a usage dump.
-        print(f"gate: {message} (see tools/gate --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse_args(argv):
-    ap = Parser(prog="tools/gate", description=__doc__,
+    ap = common.OneLineParser(prog="tools/gate", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", choices=CONFIGS,
                     help="kernel configuration to test, configs/NAME.config (default: default)")
@@ -188,16 +180,7 @@ def main(argv):
     signal.signal(signal.SIGTERM, _terminate)
     mutated = None
     try:
-        if os.geteuid() == 0 and not args.no_install:
-            deps.ensure(install=True)
-        deps.require_qemu()
-        cache = common.cache_dir(args.cache)
-        lock = open(os.path.join(cache, "gate.lock"), "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"gate: another run holds {cache}/gate.lock; waiting for it")
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        cache, lock = common.locked_cache(args.cache, args.no_install)
         tarball = tree.find_tarball(args.tarball, install=not args.no_install)
         src, version = tree.prepare(cache, tarball)
         say(f"tree: linux {version} at {src}")

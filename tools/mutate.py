@@ -31,14 +31,8 @@ GATE = os.path.join(common.REPO, "tools", "gate")
 CONFIGS = ["default", "debug", "rt", "split-off"]
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"mutate: {message} (see tools/mutate --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse_args(argv):
-    ap = Parser(prog="tools/mutate", description=__doc__,
+    ap = common.OneLineParser(prog="tools/mutate", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", metavar="FILE.diff",
                     help="mutants to run (default: the catalogue, mutants/*.diff)")
@@ -186,11 +180,7 @@ def main(argv):
 def finish(args, doc):
     print(mutants.table(doc))
     if args.json:
-        d = os.path.dirname(os.path.abspath(args.json))
-        os.makedirs(d, exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
+        common.write_json(args.json, doc)
     return 0 if doc["valid"] and doc["killed"] == doc["valid"] else 1
 
 

@@ -1,5 +1,8 @@
 """Shared helpers: errors, paths, running commands with progress and a bound."""
 
+import argparse
+import fcntl
+import json
 import os
 import re
 import signal
@@ -134,3 +137,38 @@ def first_error(log_path):
         if re.search(r"error:|\bError \d|\*\*\*|ERROR", line):
             return line.strip()[:200]
     return lines[-1].strip()[:200] if lines else "no output"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit 2, not a traceback or a usage dump."""
+
+    def error(self, message):
+        tool = os.path.basename(self.prog)
+        print(f"{tool}: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def locked_cache(override, no_install):
+    """Packages (as root), QEMU, the cache dir, and the cache's lock held for
+    the run (a second run waits for the first). Returns (cache, lock file)."""
+    from . import deps
+    if os.geteuid() == 0 and not no_install:
+        deps.ensure(install=True)
+    deps.require_qemu()
+    cache = cache_dir(override)
+    lock = open(os.path.join(cache, "gate.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        say(f"{os.path.basename(sys.argv[0]).replace('.py', '')}: another run holds "
+            f"{cache}/gate.lock; waiting for it")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    return cache, lock
+
+
+def write_json(path, obj):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")

@@ -1,7 +1,6 @@
 """Collect result rows, print the verdict table, write the JSON."""
 
-import json
-import os
+from . import common
 
 
 class Verdict:
@@ -51,11 +50,7 @@ class Verdict:
                 "configs": self.info}
 
     def write_json(self, path):
-        d = os.path.dirname(os.path.abspath(path))
-        os.makedirs(d, exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(self.to_json(), f, indent=2)
-            f.write("\n")
+        common.write_json(path, self.to_json())
 
     def table(self):
         mark = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
