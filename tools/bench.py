@@ -118,7 +118,7 @@ def script(args, binary, case):
     """The guest's run: warm-up, the fault sweep, and walks / zeroing per case."""
     _, kernel, thp, _ = case
     h = "off" if thp == "never" else "on"
-    lines = ["set -u", f"B={binary}", f"$B -w fault -t 1 -b 64m -H {h} > /dev/null"]
+    lines = ["set -eu -o pipefail", f"B={binary}", f"$B -w fault -t 1 -b 64m -H {h} > /dev/null"]
     for t in args.sweep:
         lines.append(f"$B -w fault -t {t} -b {args.size} -l spread -H {h} -r 1 | sed 's/^/fault /'")
     if thp == "always":
@@ -131,8 +131,11 @@ def script(args, binary, case):
     return "\n".join(lines) + "\n"
 
 
-def compile_bench(out_dir):
-    binary = os.path.join(os.path.abspath(out_dir), "pmdbench")
+def compile_bench(cache, version):
+    """Into the cache: the guest sees the host's / but has its own /tmp."""
+    d = os.path.join(cache, "build", version, "bench")
+    os.makedirs(d, exist_ok=True)
+    binary = os.path.join(d, "pmdbench")
     r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", binary,
                         os.path.join(BENCH, "pmdbench.c")], capture_output=True, text=True)
     if r.returncode:
@@ -261,7 +264,7 @@ def main(argv):
         jobs = args.jobs or os.cpu_count() or 2
         kernels = build_kernels(src, version, cache, jobs)
         os.makedirs(args.out, exist_ok=True)
-        binary = compile_bench(args.out)
+        binary = compile_bench(cache, version)
         st_build = kernels["split"][0]
         runs, consoles = [], []
         for rnd in range(1, args.rounds + 1):
@@ -285,6 +288,11 @@ def main(argv):
                                      "data": json.loads(js)})
         if consoles:
             raise GateError(f"a benchmark guest reported a kernel problem: {consoles[0]}")
+        want = args.rounds * len(CASES) * len(args.sweep)
+        got = sum(r["kind"] == "fault" for r in runs)
+        if got != want:
+            raise GateError(f"{got} fault runs parsed, {want} expected (see the guest logs under "
+                            f"{os.path.join(cache, 'logs', version)}/bench-*)")
     except GateError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
