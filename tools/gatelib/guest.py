@@ -120,7 +120,9 @@ def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
     append = " ".join([
         "console=ttyS0", "root=hostroot", "rootfstype=9p",
         "rootflags=trans=virtio,version=9p2000.L,msize=512000", "ro", f"init={INIT}",
-        "panic=-1", "kunit.enable=0", "printk.time=1",
+        # An Oops ends the guest at once (panic=-1 reboots, -no-reboot exits)
+        # instead of leaving it to hang on a lock the dead task held.
+        "oops=panic", "panic=-1", "kunit.enable=0", "printk.time=1",
     ])
     cmd = ["qemu-system-x86_64", "-nodefaults", "-nographic", "-no-reboot",
            "-m", mem, "-smp", str(smp), "-serial", "stdio", "-kernel", kernel, "-append", append,
