@@ -173,6 +173,21 @@ static double run_threads(void *(*fn)(void *))
 	return t1 - t0;
 }
 
+/*
+ * Clear 2 MiB the way the kernel's clear_page_rep() does (rep stosq), not
+ * with libc's vector memset: under TCG the two differ several-fold.
+ */
+static void clear_chunk(char *p)
+{
+#if defined(__x86_64__)
+	unsigned long cnt = CHUNK / 8, zero = 0;
+
+	asm volatile("rep stosq" : "+D" (p), "+c" (cnt) : "a" (zero) : "memory");
+#else
+	memset(p, 0, CHUNK);
+#endif
+}
+
 static long minflt(void)
 {
 	struct rusage ru;
@@ -237,7 +252,7 @@ int main(int argc, char **argv)
 		t0 = now();
 		for (r = 0; r < rounds; r++)
 			for (off = 0; off < len; off += CHUNK)
-				memset(p + off, 0, CHUNK);
+				clear_chunk(p + off);
 		secs = now() - t0;
 		printf("{\"workload\":\"clear\",\"bytes\":%zu,\"rounds\":%d,\"wall_s\":%.6f,"
 		       "\"bytes_per_s\":%.0f,\"pages_2m_per_s\":%.1f}\n",
