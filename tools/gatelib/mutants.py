@@ -53,7 +53,7 @@ def result_key(r):
     return (r["config"], r["kind"], r["suite"], r["name"])
 
 
-def classify(data, baseline, hung_word="hung"):
+def classify(data, baseline):
     """(status, killed_by) of a mutant's gate JSON against the unmodified
     tree's (same suite and configuration). A result that failed on the
     unmodified tree too cannot kill; a setup or build failure is invalid; a
@@ -69,15 +69,14 @@ def classify(data, baseline, hung_word="hung"):
     for r in data["results"]:
         if r["status"] != "fail" or result_key(r) in base_fail:
             continue
-        if hung_word in r["reason"] and r["suite"] == "(guest)":
+        if "hung" in r["reason"] and r["suite"] == "(guest)":
             hung = True
-        label = {"kunit": "kunit", "kselftest": "kselftest", "console": "console"}[r["kind"]]
         what = f"{r['suite']}.{r['name']}" if r["kind"] == "kunit" else f"{r['suite']}: {r['name']}"
         if r["kind"] == "console":
             what = f"{r['suite']}: {r['reason'][:80]}"
         if result_key(r) not in base_seen and r["kind"] != "console" and r["suite"] != "(guest)":
             what += " (new)"
-        killers.append(f"{label} {what}")
+        killers.append(f"{r['kind']} {what}")
     # A case the unmodified tree passed that no longer reports at all (a crash
     # cut the run short) is caught by the parsers as a failure row already.
     if hung:
