@@ -83,6 +83,38 @@ class KselftestEdgeCases(unittest.TestCase):
         progs = by_prog(guest.parse_kselftest(text))
         self.assertEqual(progs["mremap_test"]["mremap - Overlapping"][0], "pass")
 
+    def test_a_program_run_with_arguments_is_matched_to_its_result_line(self):
+        # run_vmtests.sh announces "running ./transhuge-stress -d 20" and names
+        # the result the same; the program passed and nothing is missing.
+        text = self.HEAD + ("# # -----\n# # running ./transhuge-stress -d 20\n# # -----\n"
+                            "# # TAP version 13\n# # 1..1\n# # ok 1 Completed\n# # [PASS]\n"
+                            "# ok 1 transhuge-stress -d 20\n# 1..1\n"
+                            "ok 1 selftests: mm: run_vmtests.sh\n")
+        rows = guest.parse_kselftest(text)
+        self.assertEqual([(r[0], r[1], r[2]) for r in rows],
+                         [("transhuge-stress -d 20", "Completed", "pass"),
+                          ("transhuge-stress -d 20", "(program)", "pass")])
+
+    def test_cow_style_results_are_named_by_their_announced_case(self):
+        # cow.c reports the same result name for every case; each row must
+        # still be its own, or a failure hides behind a passing namesake.
+        text = self.HEAD + ("# # TAP version 13\n# # 1..3\n"
+                            "# # # [RUN] Basic COW after fork() ... with base page\n"
+                            "# # ok 1 No leak from parent into child\n"
+                            "# # # [RUN] Basic COW after fork() ... with THP (2048 kB)\n"
+                            "# # not ok 2 No leak from parent into child\n"
+                            "# # # [RUN] Basic COW after fork() ... with swapped out base page\n"
+                            "# # ok 3 # SKIP MADV_PAGEOUT did not work, is swap enabled?\n"
+                            "# not ok 1 cow # exit=1\n# 1..1\n"
+                            "not ok 1 selftests: mm: run_vmtests.sh # exit=1\n")
+        cow = by_prog(guest.parse_kselftest(text))["cow"]
+        self.assertEqual(cow["Basic COW after fork() ... with base page: "
+                             "No leak from parent into child"][0], "pass")
+        self.assertEqual(cow["Basic COW after fork() ... with THP (2048 kB): "
+                             "No leak from parent into child"][0], "fail")
+        self.assertEqual(cow["Basic COW after fork() ... with swapped out base page"],
+                         ("skip", "MADV_PAGEOUT did not work, is swap enabled?"))
+
     def test_no_tap_at_all_is_one_failure(self):
         rows = guest.parse_kselftest("make: *** No rule to make target 'run_tests'.\n")
         self.assertEqual([(r[1], r[2]) for r in rows], [("TAP output", "fail")])

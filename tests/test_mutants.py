@@ -1,9 +1,11 @@
 """The mutation gate's pieces: the catalogue's shape, header parsing (and
-headerless foreign mutants), the classifier on gate JSON, shards, merge."""
+headerless foreign mutants), the classifier on gate JSON, shards, merge, the
+two-suite document, and a mutant kept in a tree for the next suite's run."""
 
 import collections
 import glob
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -169,6 +171,130 @@ class ShardsAndMerge(unittest.TestCase):
             mutants.merge([a, dict(a, suite="upstream", mutants=[])])
         with self.assertRaises(mutants.MutantError):
             mutants.merge([a, a])
+
+
+def both(name, ours, upstream):
+    return dict(res(name, ours), upstream={"status": upstream, "killed_by": "", "seconds": 9})
+
+
+class BothSuites(unittest.TestCase):
+    def test_one_document_carries_both_scores_over_the_same_mutants(self):
+        doc = mutants.document("6.12.118", "both", [
+            both("a", "killed", "survived"), both("b", "timeout", "killed"),
+            both("c", "invalid", "invalid"), both("d", "equivalent", "equivalent"),
+            both("e", "killed", "killed")])
+        self.assertEqual((doc["killed"], doc["valid"], doc["score"]), (3, 3, 100.0))
+        u = doc["upstream"]
+        self.assertEqual((u["killed"], u["valid"], u["score"]), (2, 3, 66.7))
+        text = mutants.table(doc)
+        self.assertIn("UPSTREAM", text.splitlines()[1])
+        self.assertIn("SCORE (upstream, same mutants): 2/3", text)
+        self.assertEqual(text.splitlines()[-1], "3 passed, 0 failed")
+
+    def test_merged_two_suite_shards_keep_upstreams_score(self):
+        allm = [both("a", "killed", "survived"), both("b", "killed", "killed"),
+                both("c", "survived", "survived")]
+        parts = [{"tree": "t", "suite": "both", "mutants": mutants.shard(allm, f"{k}/2")}
+                 for k in (1, 2)]
+        self.assertEqual(mutants.merge(parts), mutants.document("t", "both", allm))
+        self.assertEqual(mutants.merge(parts)["upstream"]["killed"], 1)
+
+
+class AKeptMutant(unittest.TestCase):
+    """The second suite's gate run reuses the first's build only when the tree
+    is exactly pristine + series + that mutant."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="kept-")
+        self.src = os.path.join(self.dir, "src")
+        os.makedirs(self.src)
+        with open(os.path.join(self.src, "a.c"), "w") as f:
+            f.write("one\ntwo\nthree\n")
+        common.git(self.src, "init", "-q")
+        common.git(self.src, "add", "-A")
+        common.git(self.src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+        self.patch = os.path.join(self.dir, "0001-x.patch")
+        with open(self.patch, "w") as f:
+            f.write("the series\n")
+        head = common.git(self.src, "rev-parse", "HEAD").stdout.strip()
+        with open(os.path.join(self.src, ".git", tree.APPLIED), "w") as f:
+            f.write(f"{tree._series_digest([self.patch])} {head}\n")
+        self.mutant = self.write("m.diff", "two", "TWO")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, old, new):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(f"--- a/a.c\n+++ b/a.c\n@@ -1,3 +1,3 @@\n one\n-{old}\n+{new}\n three\n")
+        return path
+
+    def kept(self, mutant=None):
+        return tree.mutant_kept(self.src, [self.patch], mutant or self.mutant)
+
+    def test_a_kept_mutant_is_recognised(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        self.assertTrue(self.kept())
+
+    def test_another_mutant_is_not_taken_for_the_kept_one(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        self.assertFalse(self.kept(self.write("n.diff", "two", "2")))
+
+    def test_a_tree_changed_after_keeping_is_not_reused(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        with open(os.path.join(self.src, "new.c"), "w") as f:
+            f.write("x\n")
+        self.assertFalse(self.kept())
+
+    def test_a_changed_series_is_not_reused(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        with open(self.patch, "a") as f:
+            f.write("changed\n")
+        self.assertFalse(self.kept())
+
+    def test_restoring_the_series_forgets_the_kept_mutant(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        tree.restore_series(self.src)
+        self.assertFalse(tree.is_dirty(self.src))
+        tree.apply_mutant(self.src, self.mutant)
+        self.assertFalse(self.kept())
+
+
+class AStoredResult(unittest.TestCase):
+    """--resume reuses a result only while everything it depends on is unchanged."""
+
+    def setUp(self):
+        import mutate
+        self.key = mutate.result_key
+        self.dir = tempfile.mkdtemp(prefix="key-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.m = os.path.join(self.dir, "m.diff")
+        with open(self.m, "w") as f:
+            f.write("--- a/x\n+++ b/x\n")
+
+    def args(self, timeout=480):
+        return type("Args", (), {"timeout": timeout})()
+
+    def test_the_same_inputs_give_the_same_key(self):
+        self.assertEqual(self.key(self.args(), "6.12.118", "ours", "default", self.m),
+                         self.key(self.args(), "6.12.118", "ours", "default", self.m))
+
+    def test_any_changed_input_gives_another_key(self):
+        k = self.key(self.args(), "6.12.118", "ours", "default", self.m)
+        self.assertNotEqual(k, self.key(self.args(), "6.12.117", "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "upstream", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "debug", self.m))
+        self.assertNotEqual(k, self.key(self.args(240), "6.12.118", "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "default"))
+        with open(self.m, "a") as f:
+            f.write("+changed\n")
+        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "default", self.m))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 catalogue mutants in .c files (one only a kselftest reaches), a declared
 equivalent (a real survivor), a mutant that does not apply, one that does
 not build and one that hangs the guest; then a gate killed in the middle of
-a mutant, politely and hard, and the tree back to pristine + series."""
+a mutant, politely and hard, and the tree back to pristine + series. Both
+suites on one build (the second gate run compiles nothing), and a resumed
+run that reuses every stored result instead of running again."""
 
 import json
 import os
@@ -146,6 +148,57 @@ class MutantsOnRealRuns(unittest.TestCase):
 
     def test_the_tree_is_back_at_pristine_plus_series_after_failed_mutants(self):
         self.assertTrue(at_series(the_tree()))
+
+
+class BothSuitesOnOneBuild(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.out = os.path.join(TMP, "both.json")
+        cls.r = run_tool(["mutate", "--suite", "both", "--json", cls.out, KUNIT_KILL],
+                         timeout=3600)
+        with open(cls.out) as f:
+            cls.doc = json.load(f)
+        work = os.path.join(common.cache_dir(), "mutate", "upstream")
+        with open(os.path.join(work, "04-deposit-appends-at-tail-default.log")) as f:
+            cls.upstream_log = f.read()
+        with open(os.path.join(common.cache_dir(), "logs", cls.doc["tree"], "default",
+                               "kernel-build.log")) as f:
+            cls.last_build = f.read()
+
+    def test_each_mutant_carries_both_verdicts_and_the_document_both_scores(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout[-3000:] + self.r.stderr[-2000:])
+        m = self.doc["mutants"][0]
+        self.assertEqual(m["status"], "killed", m)
+        self.assertIn(m["upstream"]["status"], ("killed", "survived", "timeout"), m)
+        self.assertIn("SCORE (upstream, same mutants)", self.r.stdout)
+        self.assertEqual(self.doc["upstream"]["valid"], 1)
+
+    def test_the_second_suite_runs_on_the_first_suites_build(self):
+        self.assertIn("still applied from the previous run", self.upstream_log)
+        # The upstream run's make (the last build of this kernel) compiled nothing.
+        self.assertNotRegex(self.last_build, r"(?m)^\s+CC\s")
+
+    def test_the_tree_is_back_at_pristine_plus_series_afterwards(self):
+        self.assertTrue(at_series(the_tree()))
+
+    def test_a_resumed_run_reuses_every_stored_result_and_runs_no_gate(self):
+        out = os.path.join(TMP, "resumed.json")
+        r = run_tool(["mutate", "--suite", "both", "--resume", "--json", out, KUNIT_KILL],
+                     timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-2000:])
+        self.assertNotIn("first", r.stdout + r.stderr)
+        self.assertIn("reused from an earlier run", r.stdout + r.stderr)
+        with open(out) as f:
+            again = json.load(f)
+        strip = [{k: v for k, v in m.items() if k != "reused"} for m in again["mutants"]]
+        self.assertEqual(strip, self.doc["mutants"])
+        self.assertTrue(all(m["reused"] for m in again["mutants"]))
+
+    def test_a_shard_holding_no_mutant_runs_nothing_and_does_not_pass(self):
+        r = run_tool(["mutate", "--suite", "both", "--resume", "--shard", "2/2", KUNIT_KILL],
+                     timeout=600)
+        self.assertEqual(r.returncode, 1, r.stdout[-2000:] + r.stderr[-2000:])
+        self.assertIn("0 passed, 0 failed", r.stdout)
 
 
 class AnInterruptedMutant(unittest.TestCase):

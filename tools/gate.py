@@ -52,6 +52,10 @@ def parse_args(argv):
     ap.add_argument("--mutant", metavar="FILE",
                     help="apply this unified diff on top of the series for this run (the tree "
                          "goes back to pristine + series afterwards, interrupted or not)")
+    ap.add_argument("--keep-mutant", action="store_true",
+                    help="leave the --mutant applied when the run ends normally, so the next run "
+                         "of the same mutant (e.g. the other --suite) reuses this build; the "
+                         "next run of anything else resets the tree")
     ap.add_argument("--only", choices=["kunit", "kselftest"],
                     help="run only the KUnit suite or only the kselftest guest")
     ap.add_argument("--cache", metavar="DIR",
@@ -87,6 +91,8 @@ def parse_args(argv):
         args.only, args.kselftests = "kselftest", UPSTREAM_CATEGORIES
     if args.mutant and not os.path.isfile(args.mutant):
         ap.error(f"--mutant {args.mutant}: no such file")
+    if args.keep_mutant and not args.mutant:
+        ap.error("--keep-mutant needs --mutant")
     return args
 
 
@@ -191,9 +197,14 @@ def main(argv):
                 raise GateError(f"patches/ is stale against kunit/, selftests/ or series/ "
                                 f"({', '.join(drift)}): run tools/mkpatches")
         patches = tree.series_files(args.patches)
-        head = tree.apply_series(src, version, patches)
-        say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
-        if args.mutant:
+        if args.mutant and tree.mutant_kept(src, patches, args.mutant):
+            # Left in place by the previous run of this very mutant: same build.
+            mutated = src
+            say(f"mutant: {os.path.basename(args.mutant)} still applied from the previous run")
+        else:
+            head = tree.apply_series(src, version, patches)
+            say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
+        if args.mutant and not mutated:
             mutated = src
             files = tree.apply_mutant(src, args.mutant)
             say(f"mutant: {os.path.basename(args.mutant)} applied ({', '.join(files)})")
@@ -204,6 +215,9 @@ def main(argv):
         selftests = selftests_builder(src, cache, jobs)
         for cfg in (CONFIGS if args.matrix else [args.config]):
             run_config(args, src, cfg, cache, jobs, verdict, selftests)
+        if args.keep_mutant:
+            tree.keep_mutant(mutated, args.mutant)
+            mutated = None
     except GateError as e:
         print(f"gate: {e}", file=sys.stderr)
         if args.json:

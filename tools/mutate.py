@@ -12,10 +12,16 @@ goes back to pristine + series after every mutant, interrupted or not.
 
 With no FILE the catalogue (mutants/*.diff) runs; each catalogue mutant
 names its configuration in its header. Mutants without a header run on
---config. --suite upstream measures upstream's own tests on the same mutants.
+--config. --suite upstream measures upstream's own tests on the same mutants;
+--suite both judges each mutant's one build by both, ours first (the second
+run reuses the build, so a header mutant's near-full rebuild is paid once).
+Every result is kept in the cache with what it depends on (mutant, tree,
+series, configurations); --resume reuses the ones still valid, so the
+catalogue can be measured across several sittings.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -29,6 +35,7 @@ from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
 CATALOGUE = os.path.join(common.REPO, "mutants")
 GATE = os.path.join(common.REPO, "tools", "gate")
 CONFIGS = ["default", "debug", "rt", "split-off"]
+SUITES = {"ours": ["ours"], "upstream": ["upstream"], "both": ["ours", "upstream"]}
 
 
 def parse_args(argv):
@@ -38,8 +45,12 @@ def parse_args(argv):
                     help="mutants to run (default: the catalogue, mutants/*.diff)")
     ap.add_argument("--config", default="default", choices=CONFIGS,
                     help="configuration for mutants whose header names none (default %(default)s)")
-    ap.add_argument("--suite", choices=["ours", "upstream"], default="ours",
-                    help="whose tests judge the mutants (default %(default)s)")
+    ap.add_argument("--suite", choices=list(SUITES), default="ours",
+                    help="whose tests judge the mutants: ours, upstream, or both on one build "
+                         "per mutant (default %(default)s)")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse results (baselines included) of earlier runs whose mutant, tree, "
+                         "series, configurations and --timeout are unchanged")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
@@ -73,16 +84,16 @@ def load_mutants(args):
     return mutants.shard(out, args.shard) if args.shard else out
 
 
-def gate(args, config, out_json, log, mutant=None):
+def gate(args, suite, config, out_json, log, mutant=None, keep=False):
     """One gate run; returns its JSON (or None when it wrote none)."""
-    cmd = [GATE, "--config", config, "--suite", args.suite, "--json", out_json,
+    cmd = [GATE, "--config", config, "--suite", suite, "--json", out_json,
            "--timeout", str(args.timeout)]
     if args.cache:
         cmd += ["--cache", args.cache]
     if args.no_install:
         cmd.append("--no-install")
     if mutant:
-        cmd += ["--mutant", mutant]
+        cmd += ["--mutant", mutant] + (["--keep-mutant"] if keep else [])
     if os.path.exists(out_json):
         os.unlink(out_json)
     try:
@@ -95,6 +106,84 @@ def gate(args, config, out_json, log, mutant=None):
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def result_key(args, version, suite, cfg, mutant_path=None):
+    """What a result depends on: tree, series, the configuration's fragments,
+    suite, guest bound and the mutant itself."""
+    h = hashlib.sha256()
+    for part in (version, suite, cfg, str(args.timeout)):
+        h.update(part.encode() + b"\0")
+    files = tree.series_files(os.path.join(common.REPO, "patches")) + [
+        os.path.join(common.REPO, "configs", "guest.config"),
+        os.path.join(common.REPO, ".kunitconfig"),
+        os.path.join(common.REPO, "configs", f"{cfg}.config")] + ([mutant_path] if mutant_path else [])
+    for f in files:
+        with open(f, "rb") as fh:
+            h.update(os.path.basename(f).encode() + b"\0" + fh.read())
+    return h.hexdigest()
+
+
+def _load_kept(path, key):
+    """A stored result, if it was stored under this key."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc.get("result") if doc.get("key") == key else None
+
+
+def baseline(args, work, suite, cfg, key):
+    """The unmodified tree's gate JSON for (suite, configuration): only a test
+    that passed here can kill a mutant."""
+    out, log = os.path.join(work, f"baseline-{cfg}.json"), os.path.join(work, f"baseline-{cfg}.log")
+    kept = os.path.join(work, f"baseline-{cfg}.record.json")
+    base = _load_kept(kept, key) if args.resume else None
+    if base is not None:
+        say(f"mutate: the unmodified tree on {cfg} ({suite} suite): reusing the earlier run")
+        return base
+    say(f"mutate: the unmodified tree on {cfg} ({suite} suite) first")
+    base = gate(args, suite, cfg, out, log)
+    if base is None or not any(r["status"] == "pass" for r in base["results"]):
+        raise GateError(f"the unmodified tree did not run on {cfg} ({suite} suite; log: {log})")
+    if suite == "ours" and base["verdict"] != "pass":
+        raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
+                        f"before measuring mutants (see {log})")
+    common.write_json(kept, {"key": key, "result": base})
+    return base
+
+
+def judge(args, work, suite, m, base, key, keep):
+    """One mutant under one suite: a result record."""
+    cfg = m["config"]
+    kept = os.path.join(work, f"{m['name']}-{cfg}.record.json")
+    res = _load_kept(kept, key) if args.resume else None
+    if res is not None:
+        say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
+        return dict(res, reused=True)
+    say(f"mutate: {m['name']} on {cfg} ({suite} suite)")
+    t0 = time.monotonic()
+    log = os.path.join(work, f"{m['name']}-{cfg}.log")
+    data = gate(args, suite, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
+                mutant=m["path"], keep=keep)
+    if data is None:
+        status, why = "timeout", f"the gate itself did not finish (log: {log})"
+    else:
+        status, why = mutants.classify(data, base)
+    if m["equivalent"] and status == "survived":
+        status, why = "equivalent", m["equivalent"]
+    elif m["equivalent"]:
+        why = f"{why} (declared equivalent, but this run tells them apart)"
+    res = {"name": m["name"], "behaviour": m["behaviour"], "config": cfg,
+           "status": status, "killed_by": why,
+           "seconds": round(time.monotonic() - t0), "expected_killers": m["expected_killers"],
+           "file": os.path.relpath(m["path"], common.REPO)
+           if m["path"].startswith(common.REPO + os.sep) else m["path"]}
+    common.write_json(kept, {"key": key, "result": res})
+    say(f"mutate: {m['name']} ({suite}): {status} in {res['seconds']} s"
+        + (f" ({why[:120]})" if why else ""))
+    return res
 
 
 def _terminate(signum, frame):
@@ -121,46 +210,35 @@ def main(argv):
         return 2
 
     cache = common.cache_dir(args.cache)
-    work = os.path.join(cache, "mutate", args.suite)
-    os.makedirs(work, exist_ok=True)
+    suites = SUITES[args.suite]
+    work = {s: os.path.join(cache, "mutate", s) for s in suites}
+    for d in work.values():
+        os.makedirs(d, exist_ok=True)
     results, baselines = [], {}
     src, version = None, "unknown"
     try:
         src, version = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
         for m in todo:
             cfg = m["config"]
-            if cfg not in baselines:
-                say(f"mutate: the unmodified tree on {cfg} ({args.suite} suite) first")
-                base = gate(args, cfg, os.path.join(work, f"baseline-{cfg}.json"),
-                            os.path.join(work, f"baseline-{cfg}.log"))
-                if base is None or not any(r["status"] == "pass" for r in base["results"]):
-                    raise GateError(f"the unmodified tree did not run on {cfg} "
-                                    f"(log: {os.path.join(work, f'baseline-{cfg}.log')})")
-                if args.suite == "ours" and base["verdict"] != "pass":
-                    raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
-                                    f"before measuring mutants (see {work}/baseline-{cfg}.log)")
-                baselines[cfg] = base
-            say(f"mutate: {m['name']} on {cfg}")
-            t0 = time.monotonic()
-            log = os.path.join(work, f"{m['name']}-{cfg}.log")
-            data = gate(args, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
-                        mutant=m["path"])
-            if data is None:
-                status, why = "timeout", f"the gate itself did not finish (log: {log})"
-            else:
-                status, why = mutants.classify(data, baselines[cfg])
-            if m["equivalent"] and status == "survived":
-                status, why = "equivalent", m["equivalent"]
-            elif m["equivalent"]:
-                why = f"{why} (declared equivalent, but this run tells them apart)"
-            res = {"name": m["name"], "behaviour": m["behaviour"], "config": cfg,
-                   "status": status, "killed_by": why,
-                   "seconds": round(time.monotonic() - t0), "expected_killers": m["expected_killers"],
-                   "file": os.path.relpath(m["path"], common.REPO)
-                   if m["path"].startswith(common.REPO + os.sep) else m["path"]}
+            keys = {s: result_key(args, version, s, cfg, m["path"]) for s in suites}
+            reusable = {s: args.resume and _load_kept(
+                os.path.join(work[s], f"{m['name']}-{cfg}.record.json"), keys[s]) is not None
+                for s in suites}
+            per_suite = {}
+            for i, s in enumerate(suites):
+                if (s, cfg) not in baselines:
+                    baselines[s, cfg] = baseline(args, work[s], s, cfg,
+                                                 result_key(args, version, s, cfg))
+                # Keep the mutant applied when the next suite will run on this build.
+                keep = any(not reusable[n] for n in suites[i + 1:])
+                per_suite[s] = judge(args, work[s], s, m, baselines[s, cfg], keys[s], keep)
+            if tree.is_dirty(src):
+                tree.restore_series(src)
+            res = per_suite[suites[0]]
+            if len(suites) > 1:
+                res = dict(res, upstream={k: per_suite["upstream"][k]
+                                          for k in ("status", "killed_by", "seconds")})
             results.append(res)
-            say(f"mutate: {m['name']}: {status} in {res['seconds']} s"
-                + (f" ({why[:120]})" if why else ""))
     except GateError as e:
         print(f"mutate: {e}", file=sys.stderr)
         return 1
@@ -171,10 +249,7 @@ def main(argv):
         # The gate restores the tree itself; this covers a gate killed hard.
         if src and tree.is_dirty(src):
             tree.restore_series(src)
-    s = mutants.score(results)
-    doc = {"tree": version, "suite": args.suite, "mutants": results, "score": s["percent"],
-           "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
-    return finish(args, doc)
+    return finish(args, mutants.document(version, args.suite, results))
 
 
 def finish(args, doc):

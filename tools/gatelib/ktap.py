@@ -120,6 +120,10 @@ def parse(text, hash_nesting=False):
             if not name and reason.upper().startswith("XFAIL"):
                 # kselftest's "ok N # XFAIL msg": an expected failure, named by msg.
                 name, reason = reason[5:].strip(), "expected failure (XFAIL)"
+            case = next((m.group(1) for m in map(CASE_RUN.match, reversed(cur.diag)) if m), None)
+            if case:
+                # Named by its announced case, so each result is told apart.
+                name = f"{case}: {name}" if name else case
             dm = DIRECTIVE.match(reason)
             if dm:
                 reason = dm.group(2)
@@ -150,7 +154,12 @@ def parse(text, hash_nesting=False):
     return root
 
 
-RUNNING = re.compile(r"^running\s+(?:\./)?(\S+)")
+# run_vmtests.sh names a program's result by its whole command line ("ok 6
+# transhuge-stress -d 20"), so the announced name keeps the arguments too.
+RUNNING = re.compile(r"^running\s+(?:\./)?(\S.*?)\s*$")
+# cow.c-style tests announce each case ("# [RUN] Basic COW after fork() ...")
+# and then report a generic result ("ok 7 No leak from parent into child").
+CASE_RUN = re.compile(r"^\[RUN\]\s+(.*?)\s*$")
 
 
 def _announced(parent):

@@ -95,6 +95,20 @@ def score(results):
     return {"killed": killed, "valid": len(counted), "percent": pct, "counts": counts}
 
 
+def document(tree, suite, results):
+    """The result document: the mutants and the score; with suite "both",
+    each mutant also carries upstream's verdict on the same build and the
+    document upstream's score."""
+    s = score(results)
+    doc = {"tree": tree, "suite": suite, "mutants": results, "score": s["percent"],
+           "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
+    if suite == "both":
+        u = score([m["upstream"] for m in results])
+        doc["upstream"] = {"score": u["percent"], "counts": u["counts"],
+                           "killed": u["killed"], "valid": u["valid"]}
+    return doc
+
+
 def merge(docs):
     """Fold shard results (same tree and suite, disjoint mutants) into one."""
     if not docs:
@@ -112,27 +126,35 @@ def merge(docs):
             seen.add(key)
             mutants.append(m)
     mutants.sort(key=lambda m: (m["name"], m["config"]))
-    s = score(mutants)
-    return {"tree": tree, "suite": suite, "mutants": mutants, "score": s["percent"],
-            "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
+    return document(tree, suite, mutants)
+
+
+def _score_line(who, d):
+    c = d["counts"]
+    pct = "n/a" if d["score"] is None else f"{d['score']}%"
+    return (f"{who}: {d['killed']}/{d['valid']} valid mutants killed ({pct}); "
+            f"{c['survived']} survived, {c['invalid']} invalid, {c['timeout']} timeout, "
+            f"{c['equivalent']} equivalent")
 
 
 def table(doc):
-    head = ("MUTANT", "BEHAVIOUR", "CONFIG", "STATUS", "SECONDS", "KILLED BY / WHY")
-    rows = [(m["name"], m["behaviour"], m["config"], m["status"], str(m["seconds"]),
-             m.get("killed_by", "")) for m in doc["mutants"]]
-    widths = [min(52, max([len(head[i])] + [len(r[i]) for r in rows])) for i in range(5)]
+    both = doc["suite"] == "both"
+    head = ("MUTANT", "BEHAVIOUR", "CONFIG", "STATUS", "SECONDS") + \
+        (("UPSTREAM",) if both else ()) + ("KILLED BY / WHY",)
+    rows = [(m["name"], m["behaviour"], m["config"], m["status"], str(m["seconds"]))
+            + ((m["upstream"]["status"],) if both else ()) + (m.get("killed_by", ""),)
+            for m in doc["mutants"]]
+    n = len(head) - 1
+    widths = [min(52, max([len(head[i])] + [len(r[i]) for r in rows])) for i in range(n)]
     out = [f"mutation gate: linux {doc['tree']}, suite {doc['suite']}"]
 
     def fmt(r):
-        return "  ".join(str(r[i])[:widths[i]].ljust(widths[i]) for i in range(5)) + \
-            ("  " + r[5][:120] if r[5] else "")
+        return "  ".join(str(r[i])[:widths[i]].ljust(widths[i]) for i in range(n)) + \
+            ("  " + r[n][:120] if r[n] else "")
     out.append(fmt(head).rstrip())
     out += [fmt(r).rstrip() for r in rows]
-    c = doc["counts"]
-    pct = "n/a" if doc["score"] is None else f"{doc['score']}%"
-    out.append(f"SCORE: {doc['killed']}/{doc['valid']} valid mutants killed ({pct}); "
-               f"{c['survived']} survived, {c['invalid']} invalid, {c['timeout']} timeout, "
-               f"{c['equivalent']} equivalent")
+    out.append(_score_line("SCORE" if not both else "SCORE (ours)", doc))
+    if both:
+        out.append(_score_line("SCORE (upstream, same mutants)", doc["upstream"]))
     out.append(f"{doc['killed']} passed, {doc['valid'] - doc['killed']} failed")
     return "\n".join(out)

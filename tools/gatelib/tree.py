@@ -20,6 +20,7 @@ DEFAULT_TARBALL = os.path.join(SRC_DIR, "linux-source-6.12.tar.xz")
 PRISTINE_TAG = "pristine"
 STAMP = "pmd-gate-pristine"  # in .git/: "<version> <tarball size> <tarball mtime>"
 APPLIED = "pmd-gate-applied"  # in .git/: "<series digest> <HEAD>" after a clean apply
+KEPT = "pmd-gate-kept-mutant"  # in .git/: "<mutant digest> <working tree digest>"
 
 
 def makefile_version(tree):
@@ -121,9 +122,9 @@ def prepare(cache, tarball):
 
 def reset_pristine(tree):
     """Back to the pristine commit, whatever an earlier run left behind."""
-    applied = os.path.join(tree, ".git", APPLIED)
-    if os.path.exists(applied):
-        os.unlink(applied)
+    for mark in (APPLIED, KEPT):
+        if os.path.exists(os.path.join(tree, ".git", mark)):
+            os.unlink(os.path.join(tree, ".git", mark))
     if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
         git(tree, "am", "--abort", check=False)
     git(tree, "checkout", "-q", "-f", "--detach", PRISTINE_TAG)
@@ -208,10 +209,53 @@ def apply_mutant(tree, path):
     return files
 
 
+def _file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _worktree_digest(tree):
+    """What the working tree holds on top of HEAD (changes and new files)."""
+    h = hashlib.sha256()
+    h.update(git(tree, "diff", "--binary", "HEAD").stdout.encode())
+    h.update(git(tree, "status", "--porcelain", "--ignored").stdout.encode())
+    return h.hexdigest()
+
+
+def keep_mutant(tree, path):
+    """Record that the working tree is pristine + series + this mutant, left
+    in place on purpose so the next run of the same mutant (another suite on
+    the same build) needs no rebuild."""
+    with open(os.path.join(tree, ".git", KEPT), "w") as f:
+        f.write(f"{_file_digest(path)} {_worktree_digest(tree)}\n")
+
+
+def mutant_kept(tree, patches, path):
+    """The tree is exactly pristine + this series + this mutant, as a run
+    that kept it left it: nothing to reset, apply or rebuild."""
+    try:
+        with open(os.path.join(tree, ".git", KEPT)) as f:
+            rec_mutant, rec_tree = f.read().split()
+    except (OSError, ValueError):
+        return False
+    try:
+        with open(os.path.join(tree, ".git", APPLIED)) as f:
+            rec_digest, rec_head = f.read().split()
+    except (OSError, ValueError):
+        return False
+    head = git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
+    return (rec_digest == _series_digest(patches) and rec_head == head
+            and not os.path.isdir(os.path.join(tree, ".git", "rebase-apply"))
+            and rec_mutant == _file_digest(path) and rec_tree == _worktree_digest(tree))
+
+
 def restore_series(tree):
     """Undo a mutant: the working tree back to the series' HEAD (pristine +
     series), so the next run needs no git am and rebuilds only what the
     mutant touched."""
+    kept = os.path.join(tree, ".git", KEPT)
+    if os.path.exists(kept):
+        os.unlink(kept)
     git(tree, "reset", "-q", "--hard", "HEAD")
     git(tree, "clean", "-q", "-f", "-d", "-x")
 
