@@ -21,7 +21,6 @@ catalogue can be measured across several sittings.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -111,17 +110,11 @@ def gate(args, suite, config, out_json, log, mutant=None, keep=False):
 def result_key(args, version, suite, cfg, mutant_path=None):
     """What a result depends on: tree, series, the configuration's fragments,
     suite, guest bound and the mutant itself."""
-    h = hashlib.sha256()
-    for part in (version, suite, cfg, str(args.timeout)):
-        h.update(part.encode() + b"\0")
     files = tree.series_files(os.path.join(common.REPO, "patches")) + [
         os.path.join(common.REPO, "configs", "guest.config"),
         os.path.join(common.REPO, ".kunitconfig"),
         os.path.join(common.REPO, "configs", f"{cfg}.config")] + ([mutant_path] if mutant_path else [])
-    for f in files:
-        with open(f, "rb") as fh:
-            h.update(os.path.basename(f).encode() + b"\0" + fh.read())
-    return h.hexdigest()
+    return tree.digest(files, version, suite, cfg, str(args.timeout))
 
 
 def _load_kept(path, key):
@@ -224,11 +217,14 @@ def main(argv):
             reusable = {s: args.resume and _load_kept(
                 os.path.join(work[s], f"{m['name']}-{cfg}.record.json"), keys[s]) is not None
                 for s in suites}
-            per_suite = {}
-            for i, s in enumerate(suites):
+            for s in suites:
+                # Every suite's baseline before the mutant, which may stay in
+                # the tree from one suite's run to the next.
                 if (s, cfg) not in baselines:
                     baselines[s, cfg] = baseline(args, work[s], s, cfg,
                                                  result_key(args, version, s, cfg))
+            per_suite = {}
+            for i, s in enumerate(suites):
                 # Keep the mutant applied when the next suite will run on this build.
                 keep = any(not reusable[n] for n in suites[i + 1:])
                 per_suite[s] = judge(args, work[s], s, m, baselines[s, cfg], keys[s], keep)

@@ -140,27 +140,37 @@ def series_files(patch_dir):
     return files
 
 
-def _series_digest(patches):
+def digest(files, *parts):
+    """A digest of some strings and of files' names and contents."""
     h = hashlib.sha256()
-    for p in patches:
+    for part in parts:
+        h.update(part.encode() + b"\0")
+    for p in files:
         with open(p, "rb") as f:
             h.update(os.path.basename(p).encode() + b"\0" + f.read())
     return h.hexdigest()
 
 
-def _already_applied(tree, digest):
-    """The tree is exactly pristine + this series (same patches, nothing else)."""
+def _series_digest(patches):
+    return digest(patches)
+
+
+def _series_in_place(tree, digest):
+    """HEAD is the commit this series' clean apply made (the working tree aside)."""
     try:
         with open(os.path.join(tree, ".git", APPLIED)) as f:
             rec_digest, rec_head = f.read().split()
     except (OSError, ValueError):
         return False
     head = git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
-    if rec_digest != digest or rec_head != head:
-        return False
-    if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
-        return False
-    return git(tree, "status", "--porcelain", "--ignored").stdout == ""
+    return (rec_digest == digest and rec_head == head
+            and not os.path.isdir(os.path.join(tree, ".git", "rebase-apply")))
+
+
+def _already_applied(tree, digest):
+    """The tree is exactly pristine + this series (same patches, nothing else)."""
+    return (_series_in_place(tree, digest)
+            and git(tree, "status", "--porcelain", "--ignored").stdout == "")
 
 
 def apply_series(tree, version, patches):
@@ -238,14 +248,7 @@ def mutant_kept(tree, patches, path):
             rec_mutant, rec_tree = f.read().split()
     except (OSError, ValueError):
         return False
-    try:
-        with open(os.path.join(tree, ".git", APPLIED)) as f:
-            rec_digest, rec_head = f.read().split()
-    except (OSError, ValueError):
-        return False
-    head = git(tree, "rev-parse", "HEAD", check=False).stdout.strip()
-    return (rec_digest == _series_digest(patches) and rec_head == head
-            and not os.path.isdir(os.path.join(tree, ".git", "rebase-apply"))
+    return (_series_in_place(tree, _series_digest(patches))
             and rec_mutant == _file_digest(path) and rec_tree == _worktree_digest(tree))
 
 
