@@ -191,6 +191,11 @@ class BothSuites(unittest.TestCase):
         self.assertIn("SCORE (upstream, same mutants): 2/3", text)
         self.assertEqual(text.splitlines()[-1], "3 passed, 0 failed")
 
+    def test_a_two_suite_shard_without_upstream_verdicts_is_refused(self):
+        bad = {"tree": "t", "suite": "both", "mutants": [res("a", "killed")]}
+        with self.assertRaises(mutants.MutantError):
+            mutants.merge([bad])
+
     def test_merged_two_suite_shards_keep_upstreams_score(self):
         allm = [both("a", "killed", "survived"), both("b", "killed", "killed"),
                 both("c", "survived", "survived")]
@@ -213,6 +218,7 @@ class AKeptMutant(unittest.TestCase):
         common.git(self.src, "init", "-q")
         common.git(self.src, "add", "-A")
         common.git(self.src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+        common.git(self.src, "tag", tree.PRISTINE_TAG)
         self.patch = os.path.join(self.dir, "0001-x.patch")
         with open(self.patch, "w") as f:
             f.write("the series\n")
@@ -257,6 +263,13 @@ class AKeptMutant(unittest.TestCase):
             f.write("changed\n")
         self.assertFalse(self.kept())
 
+    def test_a_plain_run_resets_a_kept_tree_and_forgets_the_mutant(self):
+        tree.apply_mutant(self.src, self.mutant)
+        tree.keep_mutant(self.src, self.mutant)
+        tree.reset_pristine(self.src)
+        self.assertFalse(tree.is_dirty(self.src))
+        self.assertFalse(os.path.exists(os.path.join(self.src, ".git", tree.KEPT)))
+
     def test_restoring_the_series_forgets_the_kept_mutant(self):
         tree.apply_mutant(self.src, self.mutant)
         tree.keep_mutant(self.src, self.mutant)
@@ -281,20 +294,31 @@ class AStoredResult(unittest.TestCase):
     def args(self, timeout=480):
         return type("Args", (), {"timeout": timeout})()
 
+    SRC = ("6.12.118", "0" * 40)
+
     def test_the_same_inputs_give_the_same_key(self):
-        self.assertEqual(self.key(self.args(), "6.12.118", "ours", "default", self.m),
-                         self.key(self.args(), "6.12.118", "ours", "default", self.m))
+        self.assertEqual(self.key(self.args(), self.SRC, "ours", "default", self.m),
+                         self.key(self.args(), self.SRC, "ours", "default", self.m))
 
     def test_any_changed_input_gives_another_key(self):
-        k = self.key(self.args(), "6.12.118", "ours", "default", self.m)
-        self.assertNotEqual(k, self.key(self.args(), "6.12.117", "ours", "default", self.m))
-        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "upstream", "default", self.m))
-        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "debug", self.m))
-        self.assertNotEqual(k, self.key(self.args(240), "6.12.118", "ours", "default", self.m))
-        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "default"))
+        k = self.key(self.args(), self.SRC, "ours", "default", self.m)
+        self.assertNotEqual(k, self.key(self.args(), ("6.12.117", "0" * 40), "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), ("6.12.118", "1" * 40), "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), self.SRC, "upstream", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), self.SRC, "ours", "debug", self.m))
+        self.assertNotEqual(k, self.key(self.args(240), self.SRC, "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), self.SRC, "ours", "default"))
         with open(self.m, "a") as f:
             f.write("+changed\n")
-        self.assertNotEqual(k, self.key(self.args(), "6.12.118", "ours", "default", self.m))
+        self.assertNotEqual(k, self.key(self.args(), self.SRC, "ours", "default", self.m))
+
+    def test_the_harness_that_judges_a_run_is_part_of_the_key(self):
+        import mutate
+        names = {os.path.relpath(p, REPO) for p in mutate.HARNESS}
+        for f in ("tools/gate.py", "tools/guest-init", "tools/gatelib/ktap.py",
+                  "tools/gatelib/guest.py", "tools/gatelib/mutants.py"):
+            self.assertIn(f, names)
+        self.assertTrue(all(os.path.isfile(p) for p in mutate.HARNESS))
 
 
 if __name__ == "__main__":

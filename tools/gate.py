@@ -215,9 +215,18 @@ def main(argv):
         selftests = selftests_builder(src, cache, jobs)
         for cfg in (CONFIGS if args.matrix else [args.config]):
             run_config(args, src, cfg, cache, jobs, verdict, selftests)
+
+        print(verdict.table())
+        say(f"gate: {int(time.monotonic() - start)} s; logs in "
+            f"{os.path.join(cache, 'logs', src.version)}")
+        if args.json:
+            verdict.write_json(args.json)
+            say(f"gate: JSON written to {args.json}")
         if args.keep_mutant:
+            # Only a run that wrote its results leaves its mutant for the next.
             tree.keep_mutant(mutated, args.mutant)
             mutated = None
+        return 0 if verdict.verdict == "pass" else 1
     except GateError as e:
         print(f"gate: {e}", file=sys.stderr)
         if args.json:
@@ -231,15 +240,6 @@ def main(argv):
     finally:
         if mutated:
             tree.restore_series(mutated)
-
-    print(verdict.table())
-    say(f"gate: {int(time.monotonic() - start)} s; logs in "
-        f"{os.path.join(cache, 'logs', src.version)}")
-    if args.json:
-        verdict.write_json(args.json)
-        say(f"gate: JSON written to {args.json}")
-    return 0 if verdict.verdict == "pass" else 1
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

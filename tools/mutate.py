@@ -21,6 +21,7 @@ catalogue can be measured across several sittings.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -49,7 +50,8 @@ def parse_args(argv):
                          "per mutant (default %(default)s)")
     ap.add_argument("--resume", action="store_true",
                     help="reuse results (baselines included) of earlier runs whose mutant, tree, "
-                         "series, configurations and --timeout are unchanged")
+                         "series, configurations, harness (gate, guest init, parsers, "
+                         "classifier) and --timeout are unchanged")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
@@ -107,14 +109,35 @@ def gate(args, suite, config, out_json, log, mutant=None, keep=False):
         return None
 
 
-def result_key(args, version, suite, cfg, mutant_path=None):
-    """What a result depends on: tree, series, the configuration's fragments,
-    suite, guest bound and the mutant itself."""
+# What judges a gate run besides the kernel: the gate, the guest's init, the
+# parsers and the classifier. A change to any of them invalidates stored results.
+HARNESS = [os.path.join(common.REPO, "tools", f) for f in (
+    "gate.py", "guest-init", "gatelib/ktap.py", "gatelib/guest.py", "gatelib/console.py",
+    "gatelib/kunitrun.py", "gatelib/verdict.py", "gatelib/mutants.py")]
+
+
+def result_key(args, source, suite, cfg, mutant_path=None):
+    """What a result depends on: the tree (version and pristine contents), the
+    series, the configuration's fragments, the harness, suite, guest bound and
+    the mutant itself."""
     files = tree.series_files(os.path.join(common.REPO, "patches")) + [
         os.path.join(common.REPO, "configs", "guest.config"),
         os.path.join(common.REPO, ".kunitconfig"),
-        os.path.join(common.REPO, "configs", f"{cfg}.config")] + ([mutant_path] if mutant_path else [])
-    return tree.digest(files, version, suite, cfg, str(args.timeout))
+        os.path.join(common.REPO, "configs", f"{cfg}.config")] + HARNESS + \
+        ([mutant_path] if mutant_path else [])
+    return tree.digest(files, *source, suite, cfg, str(args.timeout))
+
+
+def restore_tree(cache, src):
+    """Take a mutant a gate left behind back out, unless another run holds
+    the cache's lock (it is using the tree, and resets it itself)."""
+    with open(os.path.join(cache, "gate.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        if tree.is_dirty(src):
+            tree.restore_series(src)
 
 
 def _load_kept(path, key):
@@ -130,8 +153,10 @@ def _load_kept(path, key):
 def baseline(args, work, suite, cfg, key):
     """The unmodified tree's gate JSON for (suite, configuration): only a test
     that passed here can kill a mutant."""
-    out, log = os.path.join(work, f"baseline-{cfg}.json"), os.path.join(work, f"baseline-{cfg}.log")
-    kept = os.path.join(work, f"baseline-{cfg}.record.json")
+    # Under baseline/: no mutant's name (a file name) can have a slash in it.
+    out, log = os.path.join(work, "baseline", f"{cfg}.json"), os.path.join(work, "baseline", f"{cfg}.log")
+    kept = os.path.join(work, "baseline", f"{cfg}.record.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     base = _load_kept(kept, key) if args.resume else None
     if base is not None:
         say(f"mutate: the unmodified tree on {cfg} ({suite} suite): reusing the earlier run")
@@ -161,7 +186,8 @@ def judge(args, work, suite, m, base, key, keep):
     data = gate(args, suite, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
                 mutant=m["path"], keep=keep)
     if data is None:
-        status, why = "timeout", f"the gate itself did not finish (log: {log})"
+        # The gate bounds its guests and builds: no result is the harness failing.
+        status, why = "invalid", f"the gate wrote no result (log: {log})"
     else:
         status, why = mutants.classify(data, base)
     if m["equivalent"] and status == "survived":
@@ -173,7 +199,13 @@ def judge(args, work, suite, m, base, key, keep):
            "seconds": round(time.monotonic() - t0), "expected_killers": m["expected_killers"],
            "file": os.path.relpath(m["path"], common.REPO)
            if m["path"].startswith(common.REPO + os.sep) else m["path"]}
-    common.write_json(kept, {"key": key, "result": res})
+    # A setup failure (no result, no packages, the tree busy) is no verdict on
+    # the mutant: not stored, so a resumed run tries again.
+    setup = data is None or any(
+        r["suite"] == "(gate)" and r["status"] == "fail" and r["name"] != "kernel build"
+        and "does not apply" not in r["reason"] for r in data["results"])
+    if not setup:
+        common.write_json(kept, {"key": key, "result": res})
     say(f"mutate: {m['name']} ({suite}): {status} in {res['seconds']} s"
         + (f" ({why[:120]})" if why else ""))
     return res
@@ -211,9 +243,10 @@ def main(argv):
     src, version = None, "unknown"
     try:
         src, version = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
+        source = (version, tree.pristine_id(src))
         for m in todo:
             cfg = m["config"]
-            keys = {s: result_key(args, version, s, cfg, m["path"]) for s in suites}
+            keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}
             reusable = {s: args.resume and _load_kept(
                 os.path.join(work[s], f"{m['name']}-{cfg}.record.json"), keys[s]) is not None
                 for s in suites}
@@ -222,18 +255,18 @@ def main(argv):
                 # the tree from one suite's run to the next.
                 if (s, cfg) not in baselines:
                     baselines[s, cfg] = baseline(args, work[s], s, cfg,
-                                                 result_key(args, version, s, cfg))
+                                                 result_key(args, source, s, cfg))
             per_suite = {}
             for i, s in enumerate(suites):
                 # Keep the mutant applied when the next suite will run on this build.
                 keep = any(not reusable[n] for n in suites[i + 1:])
                 per_suite[s] = judge(args, work[s], s, m, baselines[s, cfg], keys[s], keep)
-            if tree.is_dirty(src):
-                tree.restore_series(src)
+            restore_tree(cache, src)
             res = per_suite[suites[0]]
             if len(suites) > 1:
-                res = dict(res, upstream={k: per_suite["upstream"][k]
-                                          for k in ("status", "killed_by", "seconds")})
+                up = per_suite["upstream"]
+                res = dict(res, upstream={k: up[k] for k in ("status", "killed_by", "seconds", "reused")
+                                          if k in up})
             results.append(res)
     except GateError as e:
         print(f"mutate: {e}", file=sys.stderr)
@@ -243,8 +276,8 @@ def main(argv):
         return 130
     finally:
         # The gate restores the tree itself; this covers a gate killed hard.
-        if src and tree.is_dirty(src):
-            tree.restore_series(src)
+        if src:
+            restore_tree(cache, src)
     return finish(args, mutants.document(version, args.suite, results))
 
 

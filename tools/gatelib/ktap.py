@@ -121,7 +121,8 @@ def parse(text, hash_nesting=False):
                 # kselftest's "ok N # XFAIL msg": an expected failure, named by msg.
                 name, reason = reason[5:].strip(), "expected failure (XFAIL)"
             case = next((m.group(1) for m in map(CASE_RUN.match, reversed(cur.diag)) if m), None)
-            if case:
+            if case and cur.depth >= 1:
+                # (Below a runner only: a runner's results are its programs.)
                 # Named by its announced case, so each result is told apart.
                 name = f"{case}: {name}" if name else case
             dm = DIRECTIVE.match(reason)

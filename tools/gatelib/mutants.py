@@ -124,6 +124,9 @@ def merge(docs):
             if key in seen:
                 raise MutantError(f"mutant {m['name']} ({m['config']}) is in more than one shard")
             seen.add(key)
+            if suite == "both" and "status" not in m.get("upstream", {}):
+                raise MutantError(f"mutant {m['name']} ({m['config']}) has no upstream verdict "
+                                  f"in a two-suite result")
             mutants.append(m)
     mutants.sort(key=lambda m: (m["name"], m["config"]))
     return document(tree, suite, mutants)

@@ -266,4 +266,11 @@ def restore_series(tree):
 def is_dirty(tree):
     """Anything in the working tree besides pristine + series (a mutant left
     behind by a run killed too hard to clean up)."""
-    return git(tree, "status", "--porcelain", "--ignored", check=False).stdout != ""
+    # No optional locks: a look must not take index.lock from a run's git am.
+    return git(tree, "--no-optional-locks", "status", "--porcelain", "--ignored",
+               check=False).stdout != ""
+
+
+def pristine_id(tree):
+    """The pristine commit's tree: which tarball's contents these are."""
+    return git(tree, "rev-parse", PRISTINE_TAG + "^{tree}").stdout.strip()
