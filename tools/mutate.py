@@ -56,9 +56,10 @@ def parse_args(argv):
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="fold shard results into one table and score (runs nothing)")
-    ap.add_argument("--timeout", type=int, default=480, metavar="S",
+    ap.add_argument("--timeout", type=int, default=900, metavar="S",
                     help="bound on each guest run, passed to the gate; a mutant that hangs a "
-                         "guest costs this much (default %(default)s)")
+                         "guest costs this much (default %(default)s: upstream's categories "
+                         "took 333 s to more than 480 s in a TCG guest here)")
     ap.add_argument("--cache", metavar="DIR", help="the gate's cache (default as tools/gate)")
     ap.add_argument("--no-install", action="store_true", help="passed to the gate")
     args = ap.parse_args(argv)
