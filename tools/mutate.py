@@ -160,7 +160,7 @@ def baseline(args, work, suite, cfg, key):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     base = _load_kept(kept, key) if args.resume else None
     if base is not None:
-        say(f"mutate: the unmodified tree on {cfg} ({suite} suite): reusing the earlier run")
+        say(f"mutate: the unmodified tree on {cfg} ({suite}): reused from an earlier run")
         return base
     say(f"mutate: the unmodified tree on {cfg} ({suite} suite) first")
     base = gate(args, suite, cfg, out, log)
