@@ -23,6 +23,7 @@ catalogue can be measured across several sittings.
 import argparse
 import fcntl
 import json
+import re
 import os
 import signal
 import sys
@@ -204,7 +205,7 @@ def judge(args, work, suite, m, base, key, keep):
     # the mutant: not stored, so a resumed run tries again.
     setup = data is None or any(
         r["suite"] == "(gate)" and r["status"] == "fail" and r["name"] != "kernel build"
-        and "does not apply" not in r["reason"] for r in data["results"])
+        and not re.match(r"mutant .* does not apply", r["reason"]) for r in data["results"])
     if not setup:
         common.write_json(kept, {"key": key, "result": res})
     say(f"mutate: {m['name']} ({suite}): {status} in {res['seconds']} s"
