@@ -229,7 +229,7 @@ class AKeptMutant(unittest.TestCase):
             f.write("the series\n")
         head = common.git(self.src, "rev-parse", "HEAD").stdout.strip()
         with open(os.path.join(self.src, ".git", tree.APPLIED), "w") as f:
-            f.write(f"{tree._series_digest([self.patch])} {head}\n")
+            f.write(f"{tree.digest([self.patch])} {head}\n")
         self.mutant = self.write("m.diff", "two", "TWO")
 
     def tearDown(self):

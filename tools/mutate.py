@@ -142,6 +142,11 @@ def restore_tree(cache, src):
             tree.restore_series(src)
 
 
+def record_path(work, m):
+    """Where a mutant's result under one suite is stored."""
+    return os.path.join(work, f"{m['name']}-{m['config']}.record.json")
+
+
 def _load_kept(path, key):
     """A stored result, if it was stored under this key."""
     try:
@@ -177,7 +182,7 @@ def baseline(args, work, suite, cfg, key):
 def judge(args, work, suite, m, base, key, keep):
     """One mutant under one suite: a result record."""
     cfg = m["config"]
-    kept = os.path.join(work, f"{m['name']}-{cfg}.record.json")
+    kept = record_path(work, m)
     res = _load_kept(kept, key) if args.resume else None
     if res is not None:
         say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
@@ -249,9 +254,8 @@ def main(argv):
         for m in todo:
             cfg = m["config"]
             keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}
-            reusable = {s: args.resume and _load_kept(
-                os.path.join(work[s], f"{m['name']}-{cfg}.record.json"), keys[s]) is not None
-                for s in suites}
+            reusable = {s: args.resume and _load_kept(record_path(work[s], m), keys[s]) is not None
+                        for s in suites}
             for s in suites:
                 # Every suite's baseline before the mutant, which may stay in
                 # the tree from one suite's run to the next.

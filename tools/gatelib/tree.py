@@ -151,10 +151,6 @@ def digest(files, *parts):
     return h.hexdigest()
 
 
-def _series_digest(patches):
-    return digest(patches)
-
-
 def _series_in_place(tree, digest):
     """HEAD is the commit this series' clean apply made (the working tree aside)."""
     try:
@@ -179,7 +175,7 @@ def apply_series(tree, version, patches):
     A tree verified to be pristine + these very patches, with nothing else in
     it, is left as it is, so unchanged files keep their times and incremental
     builds stay incremental."""
-    digest = _series_digest(patches)
+    digest = digest(patches)
     if _already_applied(tree, digest):
         return git(tree, "rev-parse", "HEAD").stdout.strip()
     applied = os.path.join(tree, ".git", APPLIED)
@@ -219,11 +215,6 @@ def apply_mutant(tree, path):
     return files
 
 
-def _file_digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def _worktree_digest(tree):
     """What the working tree holds on top of HEAD (changes and new files)."""
     h = hashlib.sha256()
@@ -237,7 +228,7 @@ def keep_mutant(tree, path):
     in place on purpose so the next run of the same mutant (another suite on
     the same build) needs no rebuild."""
     with open(os.path.join(tree, ".git", KEPT), "w") as f:
-        f.write(f"{_file_digest(path)} {_worktree_digest(tree)}\n")
+        f.write(f"{digest([path])} {_worktree_digest(tree)}\n")
 
 
 def mutant_kept(tree, patches, path):
@@ -248,8 +239,8 @@ def mutant_kept(tree, patches, path):
             rec_mutant, rec_tree = f.read().split()
     except (OSError, ValueError):
         return False
-    return (_series_in_place(tree, _series_digest(patches))
-            and rec_mutant == _file_digest(path) and rec_tree == _worktree_digest(tree))
+    return (_series_in_place(tree, digest(patches))
+            and rec_mutant == digest([path]) and rec_tree == _worktree_digest(tree))
 
 
 def restore_series(tree):
