@@ -210,6 +210,61 @@ class BothSuites(unittest.TestCase):
         self.assertEqual(mutants.merge(parts)["upstream"]["killed"], 1)
 
 
+class ASeriesOnAScratchTree(unittest.TestCase):
+    """apply_series: git am on pristine, a record of what was applied, and an
+    already applied series left alone so incremental builds stay incremental."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="series-")
+        self.src = os.path.join(self.dir, "src")
+        os.makedirs(self.src)
+        self.write("one\ntwo\nthree\n")
+        common.git(self.src, "init", "-q")
+        common.git(self.src, "config", "user.name", "t")
+        common.git(self.src, "config", "user.email", "t@t")
+        common.git(self.src, "add", "-A")
+        common.git(self.src, "commit", "-q", "-m", "pristine")
+        common.git(self.src, "tag", tree.PRISTINE_TAG)
+        self.write("one\nTWO\nthree\n")
+        common.git(self.src, "commit", "-q", "-a", "-m", "the series")
+        self.patches = [os.path.join(self.dir, p) for p in common.git(
+            self.src, "format-patch", "-o", self.dir, "-1").stdout.split()]
+        self.assertEqual(len(self.patches), 1)
+        common.git(self.src, "reset", "-q", "--hard", tree.PRISTINE_TAG)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, text):
+        with open(os.path.join(self.src, "a.c"), "w") as f:
+            f.write(text)
+
+    def test_the_series_is_applied_on_pristine_and_recorded(self):
+        head = tree.apply_series(self.src, "6.12.0", self.patches)
+        with open(os.path.join(self.src, "a.c")) as f:
+            self.assertEqual(f.read(), "one\nTWO\nthree\n")
+        self.assertFalse(tree.is_dirty(self.src))
+        self.assertTrue(tree._already_applied(self.src, tree.digest(self.patches)))
+        self.assertEqual(head, common.git(self.src, "rev-parse", "HEAD").stdout.strip())
+
+    def test_an_applied_series_is_left_as_it_is(self):
+        head = tree.apply_series(self.src, "6.12.0", self.patches)
+        path = os.path.join(self.src, "a.c")
+        os.utime(path, (1, 1))
+        self.assertEqual(tree.apply_series(self.src, "6.12.0", self.patches), head)
+        self.assertEqual(os.stat(path).st_mtime, 1, "an applied series was applied again")
+
+    def test_a_series_that_does_not_apply_leaves_the_tree_pristine(self):
+        self.write("one\nchanged\nthree\n")
+        common.git(self.src, "commit", "-q", "-a", "-m", "moved on")
+        common.git(self.src, "tag", "-f", tree.PRISTINE_TAG)
+        with self.assertRaisesRegex(common.GateError, r"0001-the-series.patch does not apply"):
+            tree.apply_series(self.src, "6.12.0", self.patches)
+        self.assertFalse(tree.is_dirty(self.src))
+        self.assertEqual(common.git(self.src, "rev-parse", "HEAD").stdout,
+                         common.git(self.src, "rev-parse", tree.PRISTINE_TAG + "^{commit}").stdout)
+
+
 class AKeptMutant(unittest.TestCase):
     """The second suite's gate run reuses the first's build only when the tree
     is exactly pristine + series + that mutant."""

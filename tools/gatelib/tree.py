@@ -175,8 +175,8 @@ def apply_series(tree, version, patches):
     A tree verified to be pristine + these very patches, with nothing else in
     it, is left as it is, so unchanged files keep their times and incremental
     builds stay incremental."""
-    digest = digest(patches)
-    if _already_applied(tree, digest):
+    series = digest(patches)
+    if _already_applied(tree, series):
         return git(tree, "rev-parse", "HEAD").stdout.strip()
     applied = os.path.join(tree, ".git", APPLIED)
     if os.path.exists(applied):
@@ -190,7 +190,7 @@ def apply_series(tree, version, patches):
             raise GateError(f"patch {os.path.basename(p)} does not apply on linux {version}")
     head = git(tree, "rev-parse", "HEAD").stdout.strip()
     with open(applied, "w") as f:
-        f.write(f"{digest} {head}\n")
+        f.write(f"{series} {head}\n")
     return head
 
 
