@@ -1,6 +1,8 @@
 """The series: generated from the sources, applies with git am, checkpatch-clean,
 and a patch that does not apply leaves the tree pristine."""
 
+import contextlib
+import fcntl
 import glob
 import os
 import re
@@ -17,6 +19,15 @@ PATCHES = sorted(glob.glob(os.path.join(REPO, "patches", "*.patch")))
 
 def cached_tree():
     return tree.prepare(common.cache_dir(), tree.find_tarball())
+
+
+@contextlib.contextmanager
+def the_tree_to_ourselves():
+    """The cache's lock, as a gate or mutate run holds it while it uses the
+    tree: a test that resets or applies must not pull the tree from under one."""
+    with open(os.path.join(common.cache_dir(), "gate.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 class SeriesIsGeneratedFromTheSources(unittest.TestCase):
@@ -66,10 +77,12 @@ class SeriesOnThePristineTree(unittest.TestCase):
         cls.src, cls.version = cached_tree()
 
     def tearDown(self):
-        tree.reset_pristine(self.src)
+        with the_tree_to_ourselves():
+            tree.reset_pristine(self.src)
 
     def test_git_am_applies_every_patch_and_adds_the_suite_and_its_wiring(self):
-        tree.apply_series(self.src, self.version, tree.series_files(os.path.join(REPO, "patches")))
+        with the_tree_to_ourselves():
+            tree.apply_series(self.src, self.version, tree.series_files(os.path.join(REPO, "patches")))
         changed = common.git(self.src, "diff", "--name-only", tree.PRISTINE_TAG, "HEAD").stdout.split()
         for path in ("mm/pmd_ptlock_kunit.c", "mm/Kconfig.debug", "mm/Makefile"):
             self.assertIn(path, changed)
@@ -98,28 +111,36 @@ class SeriesOnThePristineTree(unittest.TestCase):
                         "diff --git a/mm/Makefile b/mm/Makefile\n--- a/mm/Makefile\n+++ b/mm/Makefile\n"
                         "@@ -1,3 +1,3 @@\n-this line is not in mm/Makefile\n+obj-y += nothing.o\n"
                         " neither is this one\n and nor this\n")
+            # The gate takes the cache's lock itself; the tree is checked under it after.
             r = run_tool(["gate", "--no-install", "--patches", tmp])
             self.assertEqual(r.returncode, 1)
             lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
             self.assertEqual(len(lines), 1, r.stderr)
             self.assertIn("0001-conflict.patch", lines[0])
             self.assertIn(self.version, lines[0])
-            head = common.git(self.src, "rev-parse", "HEAD").stdout.strip()
-            pristine = common.git(self.src, "rev-parse", tree.PRISTINE_TAG + "^{commit}").stdout.strip()
+            with the_tree_to_ourselves():
+                head = common.git(self.src, "rev-parse", "HEAD").stdout.strip()
+                pristine = common.git(self.src, "rev-parse",
+                                      tree.PRISTINE_TAG + "^{commit}").stdout.strip()
+                status = common.git(self.src, "status", "--porcelain", "--ignored").stdout
             self.assertEqual(head, pristine)
-            self.assertEqual(common.git(self.src, "status", "--porcelain", "--ignored").stdout, "")
+            self.assertEqual(status, "")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def test_a_tree_left_dirty_is_repaired_before_the_next_apply(self):
-        with open(os.path.join(self.src, "mm", "memory.c"), "a") as f:
-            f.write("/* stale edit from an interrupted run */\n")
-        with open(os.path.join(self.src, "stray.o"), "w") as f:
-            f.write("x")
-        tree.apply_series(self.src, self.version, tree.series_files(os.path.join(REPO, "patches")))
-        self.assertEqual(common.git(self.src, "status", "--porcelain", "--ignored").stdout, "")
-        self.assertEqual(common.git(self.src, "diff", "--name-only", tree.PRISTINE_TAG, "HEAD",
-                                    "--", "mm/memory.c").stdout, "")
+        with the_tree_to_ourselves():
+            with open(os.path.join(self.src, "mm", "memory.c"), "a") as f:
+                f.write("/* stale edit from an interrupted run */\n")
+            with open(os.path.join(self.src, "stray.o"), "w") as f:
+                f.write("x")
+            tree.apply_series(self.src, self.version,
+                              tree.series_files(os.path.join(REPO, "patches")))
+            status = common.git(self.src, "status", "--porcelain", "--ignored").stdout
+            memory_c = common.git(self.src, "diff", "--name-only", tree.PRISTINE_TAG, "HEAD",
+                                  "--", "mm/memory.c").stdout
+        self.assertEqual(status, "")
+        self.assertEqual(memory_c, "")
 
 
 if __name__ == "__main__":
