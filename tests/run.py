@@ -11,9 +11,12 @@ import helpers  # noqa: E402,F401  (sets the import path for gatelib)
 from gatelib import common, deps  # noqa: E402
 
 MODULES = [
-    "test_console", "test_ktap", "test_verdict", "test_guest", "test_gate_input",
+    "test_static", "test_console", "test_ktap", "test_verdict", "test_guest", "test_gate_input",
     "test_series", "test_mutants", "test_gate_run", "test_mutate_run", "test_bench_run",
 ]
+
+# What the tests need beyond the gate's packages: the static check of the Python.
+TEST_PACKAGES = ["pyflakes3"]
 
 
 class Counting(unittest.TextTestResult):
@@ -31,6 +34,8 @@ def main(argv):
     if os.geteuid() == 0:
         try:
             deps.ensure(install=True)
+            if deps.missing(TEST_PACKAGES):
+                deps.apt_install(deps.missing(TEST_PACKAGES))
         except common.GateError as e:
             print(f"tests: {e}")
             return 1

@@ -1,6 +1,5 @@
 """Console scan: every report kind fails the gate; a clean boot and our own TAP do not."""
 
-import os
 import unittest
 
 from helpers import fixture
