@@ -4,6 +4,7 @@ two-suite document, and a mutant kept in a tree for the next suite's run."""
 
 import collections
 import glob
+import json
 import os
 import shutil
 import tempfile
@@ -371,6 +372,37 @@ class AStoredResult(unittest.TestCase):
         with open(self.m, "a") as f:
             f.write("+changed\n")
         self.assertNotEqual(k, self.key(self.args(), self.SRC, "ours", "default", self.m))
+
+    def test_results_under_other_keys_survive_a_store(self):
+        import mutate
+        path = os.path.join(self.dir, "m-default.record.json")
+        mutate._keep(path, "measured", {"status": "killed"})
+        mutate._keep(path, "ci-subset", {"status": "survived"})
+        # CI's short-bound run must not evict the catalogue's measured result.
+        self.assertEqual(mutate._load_kept(path, "measured"), {"status": "killed"})
+        self.assertEqual(mutate._load_kept(path, "ci-subset"), {"status": "survived"})
+        self.assertIsNone(mutate._load_kept(path, "never-stored"))
+
+    def test_only_the_results_stored_last_are_kept(self):
+        import mutate
+        path = os.path.join(self.dir, "m-default.record.json")
+        for i in range(mutate.KEEP_RUNS + 2):
+            mutate._keep(path, f"k{i}", {"run": i})
+        mutate._keep(path, "k2", {"run": "again"})  # storing again makes it the newest
+        mutate._keep(path, "k9", {"run": 9})
+        kept = [k for k in (f"k{i}" for i in range(10)) if mutate._load_kept(path, k)]
+        self.assertEqual(len(kept), mutate.KEEP_RUNS)
+        self.assertEqual(mutate._load_kept(path, "k2"), {"run": "again"})
+        self.assertIsNone(mutate._load_kept(path, "k0"))
+
+    def test_a_record_in_the_one_result_format_is_still_read(self):
+        import mutate
+        path = os.path.join(self.dir, "old.record.json")
+        with open(path, "w") as f:
+            json.dump({"key": "k", "result": {"status": "killed"}}, f)
+        self.assertEqual(mutate._load_kept(path, "k"), {"status": "killed"})
+        mutate._keep(path, "other", {"status": "survived"})
+        self.assertEqual(mutate._load_kept(path, "k"), {"status": "killed"})
 
     def test_the_harness_that_judges_a_run_is_part_of_the_key(self):
         import mutate

@@ -142,19 +142,39 @@ def restore_tree(cache, src):
             tree.restore_series(src)
 
 
+KEEP_RUNS = 4  # results kept per record file, newest last
+
+
 def record_path(work, m):
     """Where a mutant's result under one suite is stored."""
     return os.path.join(work, f"{m['name']}-{m['config']}.record.json")
 
 
-def _load_kept(path, key):
-    """A stored result, if it was stored under this key."""
+def _stored(path):
+    """The results stored in a record file, by key."""
     try:
         with open(path) as f:
             doc = json.load(f)
     except (OSError, ValueError):
-        return None
-    return doc.get("result") if doc.get("key") == key else None
+        return {}
+    if "results" in doc:
+        return doc["results"]
+    return {doc["key"]: doc["result"]} if "key" in doc else {}  # one per file, as before
+
+
+def _load_kept(path, key):
+    """A stored result, if one was stored under this key."""
+    return _stored(path).get(key)
+
+
+def _keep(path, key, result):
+    """Store a result beside those stored under other keys (another --timeout,
+    series or configuration), so runs with different inputs (CI's short-bound
+    subset, say) do not evict each other's results; the KEEP_RUNS keys stored
+    last are kept."""
+    results = {k: v for k, v in _stored(path).items() if k != key}
+    results[key] = result
+    common.write_json(path, {"results": dict(list(results.items())[-KEEP_RUNS:])})
 
 
 def baseline(args, work, suite, cfg, key):
@@ -175,7 +195,7 @@ def baseline(args, work, suite, cfg, key):
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
-    common.write_json(kept, {"key": key, "result": base})
+    _keep(kept, key, base)
     return base
 
 
@@ -212,7 +232,7 @@ def judge(args, work, suite, m, base, key, keep):
         r["suite"] == "(gate)" and r["status"] == "fail" and r["name"] != "kernel build"
         and not re.match(r"mutant .* does not apply", r["reason"]) for r in data["results"])
     if not setup:
-        common.write_json(kept, {"key": key, "result": res})
+        _keep(kept, key, res)
     say(f"mutate: {m['name']} ({suite}): {status} in {res['seconds']} s"
         + (f" ({why[:120]})" if why else ""))
     return res
