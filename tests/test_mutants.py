@@ -211,6 +211,46 @@ class BothSuites(unittest.TestCase):
         self.assertEqual(mutants.merge(parts)["upstream"]["killed"], 1)
 
 
+class TheReadmeTable(unittest.TestCase):
+    """--markdown: the kill table as the README shows it."""
+
+    def setUp(self):
+        import mutate
+        self.md = mutate.markdown
+        a = both("04-deposit-appends-at-tail", "killed", "survived")
+        a["file"] = "mutants/04-deposit-appends-at-tail.diff"
+        a["killed_by"] = ("kunit pmd_ptlock_deposit.withdraw_order_is_newest_then_oldest_onward; "
+                          "kselftest pmd_ptlock_mremap: (incomplete) (new); "
+                          "kselftest pmd_ptlock_mremap: (program); kselftest (guest): guest finished; "
+                          "console guest console: BUG: a | b; console guest console: BUG: a | b")
+        b = both("foreign", "timeout", "killed")
+        self.doc = mutants.document("6.12.118", "both", [a, b])
+
+    def test_each_mutant_is_a_row_with_both_verdicts(self):
+        lines = self.md(self.doc).splitlines()
+        self.assertTrue(lines[0].startswith("| mutant | behaviour | config | reach | ours |"))
+        row = next(x for x in lines if x.startswith("| `04-"))
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        self.assertEqual(cells[2:5], ["default", "kunit", "killed"])
+        self.assertEqual((cells[6], cells[7], cells[8]), ("survived", "", "1 + 9"))
+        self.assertIn("(no header)", next(x for x in lines if x.startswith("| `foreign`")))
+
+    def test_a_kill_names_tests_and_findings_not_the_stages_a_crash_cut_short(self):
+        row = next(x for x in self.md(self.doc).splitlines() if x.startswith("| `04-"))
+        self.assertIn("KUnit deposit.withdraw_order_is_newest_then_oldest_onward", row)
+        self.assertIn("kselftest pmd_ptlock_mremap (cut short)", row)
+        self.assertNotIn("(program)", row)
+        self.assertNotIn("guest finished", row)
+        # A finding seen twice is named once, and a '|' in it does not split the cell.
+        self.assertEqual(row.count("BUG: a \\| b"), 1)
+
+    def test_both_scores_and_the_total_time_close_it(self):
+        text = self.md(self.doc)
+        self.assertIn("Ours: 2/2 valid mutants killed (100.0%); 1 of the kills by a timeout", text)
+        self.assertIn("Upstream on the same mutants: 1/2 valid mutants killed (50.0%)", text)
+        self.assertIn("Measured time: 20 s", text)
+
+
 class ASeriesOnAScratchTree(unittest.TestCase):
     """apply_series: git am on pristine, a record of what was applied, and an
     already applied series left alone so incremental builds stay incremental."""

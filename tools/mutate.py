@@ -54,6 +54,8 @@ def parse_args(argv):
                          "series, configurations, harness (gate, guest init, parsers, "
                          "classifier) and --timeout are unchanged")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("--markdown", metavar="FILE",
+                    help="write the kill table, scores and times as Markdown (for the README)")
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="fold shard results into one table and score (runs nothing)")
@@ -307,10 +309,79 @@ def main(argv):
     return finish(args, mutants.document(version, args.suite, results))
 
 
+# What a kill report names besides the tests and findings that did the
+# killing: the stages a crash cut short. Left out of the Markdown summary.
+_STAGES = re.compile(r": \((program|runner)\)$"
+                     r"|[:.] ?(guest finished|boot finished|TAP output|KTAP output)$")
+
+
+def _killers(why, status, most=3):
+    """A kill report cut to what killed: the first few tests or findings."""
+    if status not in ("killed", "timeout"):
+        return "" if status == "survived" else why
+    items = [re.sub(r" \(new\)$", "", x.strip()) for x in why.split(";") if x.strip()]
+    items = [re.sub(r"^kunit pmd_ptlock_", "KUnit ", x) for x in items]
+    items = [re.sub(r"^console (guest|kunit) console: ", r"console (\1): ", x) for x in items]
+    items = [re.sub(r": \((incomplete)\)$", r" (cut short)", x) for x in items]
+    named = [x for x in items if not _STAGES.search(x)] or items
+    seen = list(dict.fromkeys(named))
+    more = len(seen) - most
+    text = "; ".join(seen[:most]) + (f" (+{more} more)" if more > 0 else "")
+    return text.replace("|", "\\|")
+
+
+def _reach(m):
+    path = m.get("file") and os.path.join(common.REPO, m["file"])
+    if path and os.path.isfile(path):
+        return mutants.read(path, m["config"])["reach"] or "none"
+    return "(no header)"
+
+
+def markdown(doc):
+    """The kill table as the README shows it, then the scores and times."""
+    both = doc["suite"] == "both"
+    head = ["mutant", "behaviour", "config", "reach", "ours", "killed by (ours)"]
+    if both:
+        head += ["upstream", "killed by (upstream)", "seconds (ours + upstream)"]
+    else:
+        head += ["seconds"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    total = 0
+    for m in doc["mutants"]:
+        row = [f"`{m['name']}`", m["behaviour"], m["config"], _reach(m), m["status"],
+               _killers(m["killed_by"], m["status"])]
+        total += m["seconds"]
+        if both:
+            up = m["upstream"]
+            total += up["seconds"]
+            row += [up["status"], _killers(up["killed_by"], up["status"]),
+                    f"{m['seconds']} + {up['seconds']}"]
+        else:
+            row.append(str(m["seconds"]))
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", _score_line("Ours" if both else doc["suite"].capitalize(), doc)]
+    if both:
+        out.append(_score_line("Upstream on the same mutants", doc["upstream"]))
+    out.append(f"Measured time: {total} s ({total / 3600:.1f} h) over {len(doc['mutants'])} "
+               f"mutants{', both suites' if both else ''}, linux {doc['tree']}.")
+    return "\n".join(out) + "\n"
+
+
+def _score_line(who, d):
+    c = d["counts"]
+    pct = "n/a" if d["score"] is None else f"{d['score']}%"
+    return (f"{who}: {d['killed']}/{d['valid']} valid mutants killed ({pct}); "
+            f"{c['timeout']} of the kills by a timeout, {c['survived']} survived, "
+            f"{c['invalid']} invalid, {c['equivalent']} equivalent.")
+
+
 def finish(args, doc):
     print(mutants.table(doc))
     if args.json:
         common.write_json(args.json, doc)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(doc))
     return 0 if doc["valid"] and doc["killed"] == doc["valid"] else 1
 
 
