@@ -359,20 +359,12 @@ def markdown(doc):
         else:
             row.append(str(m["seconds"]))
         out.append("| " + " | ".join(row) + " |")
-    out += ["", _score_line("Ours" if both else doc["suite"].capitalize(), doc)]
+    out += ["", mutants._score_line("Ours" if both else doc["suite"].capitalize(), doc)]
     if both:
-        out.append(_score_line("Upstream on the same mutants", doc["upstream"]))
+        out.append(mutants._score_line("Upstream on the same mutants", doc["upstream"]))
     out.append(f"Measured time: {total} s ({total / 3600:.1f} h) over {len(doc['mutants'])} "
                f"mutants{', both suites' if both else ''}, linux {doc['tree']}.")
     return "\n".join(out) + "\n"
-
-
-def _score_line(who, d):
-    c = d["counts"]
-    pct = "n/a" if d["score"] is None else f"{d['score']}%"
-    return (f"{who}: {d['killed']}/{d['valid']} valid mutants killed ({pct}); "
-            f"{c['timeout']} of the kills by a timeout, {c['survived']} survived, "
-            f"{c['invalid']} invalid, {c['equivalent']} equivalent.")
 
 
 def finish(args, doc):
