@@ -154,8 +154,9 @@ class BothSuitesOnOneBuild(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.out = os.path.join(TMP, "both.json")
-        cls.r = run_tool(["mutate", "--suite", "both", "--json", cls.out, KUNIT_KILL],
-                         timeout=3600)
+        cls.records = os.path.join(TMP, "records")  # as docs/mutate/records, out of the cache
+        cls.r = run_tool(["mutate", "--suite", "both", "--records", cls.records,
+                          "--json", cls.out, KUNIT_KILL], timeout=3600)
         with open(cls.out) as f:
             cls.doc = json.load(f)
         work = os.path.join(common.cache_dir(), "mutate", "upstream")  # where mutate logs
@@ -183,8 +184,8 @@ class BothSuitesOnOneBuild(unittest.TestCase):
 
     def test_a_resumed_run_reuses_every_stored_result_and_runs_no_gate(self):
         out = os.path.join(TMP, "resumed.json")
-        r = run_tool(["mutate", "--suite", "both", "--resume", "--json", out, KUNIT_KILL],
-                     timeout=600)
+        r = run_tool(["mutate", "--suite", "both", "--resume", "--records", self.records,
+                      "--json", out, KUNIT_KILL], timeout=600)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-2000:])
         # A gate run (baseline or mutant) announces itself as "(<suite> suite)".
         self.assertNotIn("(ours suite)", r.stdout + r.stderr)
@@ -198,6 +199,13 @@ class BothSuitesOnOneBuild(unittest.TestCase):
             x = {k: v for k, v in x.items() if k != "reused"}
             return dict(x, upstream={k: v for k, v in x["upstream"].items() if k != "reused"})
         self.assertEqual([strip(x) for x in again["mutants"]], self.doc["mutants"])
+
+    def test_results_and_baselines_are_stored_where_records_says(self):
+        for suite in ("ours", "upstream"):
+            for rec in ("04-deposit-appends-at-tail-default.record.json",
+                        os.path.join("baseline", "default.record.json")):
+                self.assertTrue(os.path.isfile(os.path.join(self.records, suite, rec)),
+                                f"{suite}/{rec} not under {self.records}")
 
     def test_a_shard_holding_no_mutant_runs_nothing_and_does_not_pass(self):
         r = run_tool(["mutate", "--suite", "both", "--resume", "--shard", "2/2", KUNIT_KILL],

@@ -64,6 +64,10 @@ def parse_args(argv):
                          "guest costs this much (default %(default)s: upstream's categories "
                          "took 333 s to more than 480 s in a TCG guest here)")
     ap.add_argument("--cache", metavar="DIR", help="the gate's cache (default as tools/gate)")
+    ap.add_argument("--records", metavar="DIR",
+                    help="where results are stored and --resume looks for them (default: the "
+                         "cache's mutate/); a directory in the repo (docs/mutate/records) carries "
+                         "them to another machine, where the same tree, series and harness reuse them")
     ap.add_argument("--no-install", action="store_true", help="passed to the gate")
     args = ap.parse_args(argv)
     if args.merge and (args.files or args.shard):
@@ -179,13 +183,18 @@ def _keep(path, key, result):
     common.write_json(path, {"results": dict(list(results.items())[-KEEP_RUNS:])})
 
 
-def baseline(args, work, suite, cfg, key):
+def _base_record(records, cfg):
+    # Under baseline/: no mutant's name (a file name) can have a slash in it.
+    return os.path.join(records, "baseline", f"{cfg}.record.json")
+
+
+def baseline(args, work, records, suite, cfg, key):
     """The unmodified tree's gate JSON for (suite, configuration): only a test
     that passed here can kill a mutant."""
-    # Under baseline/: no mutant's name (a file name) can have a slash in it.
     out, log = os.path.join(work, "baseline", f"{cfg}.json"), os.path.join(work, "baseline", f"{cfg}.log")
-    kept = os.path.join(work, "baseline", f"{cfg}.record.json")
+    kept = _base_record(records, cfg)
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    os.makedirs(os.path.dirname(kept), exist_ok=True)
     base = _load_kept(kept, key) if args.resume else None
     if base is not None:
         say(f"mutate: the unmodified tree on {cfg} ({suite}): reused from an earlier run")
@@ -197,14 +206,16 @@ def baseline(args, work, suite, cfg, key):
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
+    # Only what judging needs is stored: the results (not the configs' facts).
+    base = {"verdict": base["verdict"], "results": base["results"]}
     _keep(kept, key, base)
     return base
 
 
-def judge(args, work, suite, m, base, key, keep):
+def judge(args, work, records, suite, m, base, key, keep):
     """One mutant under one suite: a result record."""
     cfg = m["config"]
-    kept = record_path(work, m)
+    kept = record_path(records, m)
     res = _load_kept(kept, key) if args.resume else None
     if res is not None:
         say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
@@ -266,7 +277,9 @@ def main(argv):
     cache = common.cache_dir(args.cache)
     suites = SUITES[args.suite]
     work = {s: os.path.join(cache, "mutate", s) for s in suites}
-    for d in work.values():
+    records = {s: os.path.join(os.path.abspath(args.records), s) if args.records else work[s]
+               for s in suites}
+    for d in list(work.values()) + list(records.values()):
         os.makedirs(d, exist_ok=True)
     results, baselines = [], {}
     src, version = None, "unknown"
@@ -276,19 +289,19 @@ def main(argv):
         for m in todo:
             cfg = m["config"]
             keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}
-            reusable = {s: args.resume and _load_kept(record_path(work[s], m), keys[s]) is not None
+            reusable = {s: args.resume and _load_kept(record_path(records[s], m), keys[s]) is not None
                         for s in suites}
             for s in suites:
                 # Every suite's baseline before the mutant, which may stay in
                 # the tree from one suite's run to the next.
                 if (s, cfg) not in baselines:
-                    baselines[s, cfg] = baseline(args, work[s], s, cfg,
+                    baselines[s, cfg] = baseline(args, work[s], records[s], s, cfg,
                                                  result_key(args, source, s, cfg))
             per_suite = {}
             for i, s in enumerate(suites):
                 # Keep the mutant applied when the next suite will run on this build.
                 keep = any(not reusable[n] for n in suites[i + 1:])
-                per_suite[s] = judge(args, work[s], s, m, baselines[s, cfg], keys[s], keep)
+                per_suite[s] = judge(args, work[s], records[s], s, m, baselines[s, cfg], keys[s], keep)
             restore_tree(cache, src)
             res = per_suite[suites[0]]
             if len(suites) > 1:
@@ -296,6 +309,9 @@ def main(argv):
                 res = dict(res, upstream={k: up[k] for k in ("status", "killed_by", "seconds", "reused")
                                           if k in up})
             results.append(res)
+            if args.json:
+                # What is measured so far, in case the run stops before the end.
+                common.write_json(args.json, mutants.document(version, args.suite, results))
     except GateError as e:
         print(f"mutate: {e}", file=sys.stderr)
         return 1

@@ -31,7 +31,10 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     env = ccache.env(cache)
     exec_log = os.path.join(log_dir, "kunit-exec.log")
     cmd = ["python3", kunit_py, "exec", "--arch=x86_64", f"--build_dir={build_dir}",
-           f"--kunitconfig={kunitconfig}", "--raw_output=all", f"--timeout={timeout}"]
+           f"--kunitconfig={kunitconfig}", "--raw_output=all", f"--timeout={timeout}",
+           # A panic reboots, which ends QEMU (-no-reboot) and the run at once,
+           # rather than waiting out the bound.
+           "--kernel_args=panic=-1"]
     for a in qemu_args(accel, smp, extra_qemu):
         cmd.append(f"--qemu_args={a}")
     if filter_glob:
