@@ -235,6 +235,12 @@ class TheReadmeTable(unittest.TestCase):
         self.assertEqual((cells[6], cells[7], cells[8]), ("survived", "", "1 + 9"))
         self.assertIn("(no header)", next(x for x in lines if x.startswith("| `foreign`")))
 
+    def test_a_headerless_file_is_not_shown_as_a_mutant_nothing_reaches(self):
+        c = both("foreign-move-huge-pmd-plain-lock", "killed", "survived")
+        c["file"] = "docs/mutate/foreign-move-huge-pmd-plain-lock.diff"  # a file, no header
+        row = self.md(mutants.document("6.12.118", "both", [c])).splitlines()[2]
+        self.assertIn("| (no header) |", row)
+
     def test_a_kill_names_tests_and_findings_not_the_stages_a_crash_cut_short(self):
         row = next(x for x in self.md(self.doc).splitlines() if x.startswith("| `04-"))
         self.assertIn("KUnit deposit.withdraw_order_is_newest_then_oldest_onward", row)

@@ -349,7 +349,9 @@ def _killers(why, status, most=3):
 def _reach(m):
     path = m.get("file") and os.path.join(common.REPO, m["file"])
     if path and os.path.isfile(path):
-        return mutants.read(path, m["config"])["reach"] or "none"
+        head = mutants.read(path, m["config"])
+        if head["behaviour"] != "unknown":  # a catalogue header; "none": unreachable
+            return head["reach"] or "none"
     return "(no header)"
 
 
