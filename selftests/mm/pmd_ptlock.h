@@ -79,48 +79,60 @@ static inline long pt_pagetables_kb(void)
 }
 
 /*
- * /proc/self/pagemap of the calling process: a descriptor opened before a
- * fork() still reads the parent's page tables, so reopen in a new process.
+ * VmPTE of /proc/self/status in kB: the mm's pgtables_bytes, which counts
+ * every page table the mm holds, deposited ones included. Read into a
+ * stack buffer so that reading it allocates nothing itself.
  */
-static inline int pt_pagemap_fd(void)
+static inline long pt_vmpte_kb(void)
 {
-	static int fd = -1;
-	static pid_t owner;
+	char buf[4096], *v;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY);
 
-	if (fd >= 0 && owner != getpid()) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		fd = open("/proc/self/pagemap", O_RDONLY);
-		owner = getpid();
-	}
-	return fd;
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	v = strstr(buf, "\nVmPTE:");
+	return v ? strtol(v + strlen("\nVmPTE:"), NULL, 10) : -1;
 }
 
-/* The PFN mapped at addr (root only), or -1UL. */
+/*
+ * The PFN mapped at addr (root only), or -1UL. Worker threads call this
+ * concurrently and a forked child must read its own page tables, so each
+ * call opens /proc/self/pagemap afresh instead of sharing a descriptor.
+ */
 static inline unsigned long pt_pfn(void *addr)
 {
-	int fd = pt_pagemap_fd();
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	unsigned long pfn;
 
-	return fd < 0 ? -1UL : pagemap_get_pfn(fd, addr);
+	if (fd < 0)
+		return -1UL;
+	pfn = pagemap_get_pfn(fd, addr);
+	close(fd);
+	return pfn;
 }
 
 /* kpageflags of the page mapped at addr, or 0 when none or unreadable. */
 static inline uint64_t pt_page_flags(void *addr)
 {
-	static int kpageflags = -1;
 	unsigned long pfn = pt_pfn(addr);
 	uint64_t flags;
+	ssize_t got;
+	int fd;
 
-	if (kpageflags < 0)
-		kpageflags = open("/proc/kpageflags", O_RDONLY);
-	if (pfn == -1UL || kpageflags < 0)
+	if (pfn == -1UL)
 		return 0;
-	if (pread(kpageflags, &flags, sizeof(flags), pfn * sizeof(flags)) !=
-	    sizeof(flags))
+	fd = open("/proc/kpageflags", O_RDONLY);
+	if (fd < 0)
 		return 0;
-	return flags;
+	got = pread(fd, &flags, sizeof(flags), pfn * sizeof(flags));
+	close(fd);
+	return got == sizeof(flags) ? flags : 0;
 }
 
 /* Mapped by an anonymous THP (not the huge zero page). */

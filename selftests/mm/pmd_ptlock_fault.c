@@ -14,8 +14,9 @@
  * Catches: deposits or withdraws that race on a table's queue (lost or
  * doubled page tables: PageTables not back to baseline, list corruption),
  * faults that land in the wrong table or map the wrong page (data), THP
- * faults that fall back to small pages under contention (huge), and
- * counters that lie (thp_fault_alloc).
+ * faults that fall back to small pages under contention (huge), counters
+ * that lie (thp_fault_alloc), and a fault or zap that deposits or withdraws
+ * a page table without counting it in the mm's pgtables_bytes (VmPTE).
  */
 #define _GNU_SOURCE
 #include "pmd_ptlock.h"
@@ -35,12 +36,13 @@ static const struct layout layouts[] = {
 	{ "a PMD table per thread, zap by munmap", true, ZAP_MUNMAP },
 };
 
-enum { C_DATA, C_HUGE, C_ZAPPED, C_COUNTER };
+enum { C_DATA, C_HUGE, C_ZAPPED, C_COUNTER, C_VMPTE };
 static const char *const checks[] = {
 	[C_DATA] = "every chunk holds its own data",
 	[C_HUGE] = "every faulted chunk is a THP",
 	[C_ZAPPED] = "a zapped chunk is gone",
 	[C_COUNTER] = "thp_fault_alloc counts every THP fault",
+	[C_VMPTE] = "VmPTE counts the page table each THP deposits",
 	NULL
 };
 
@@ -99,6 +101,37 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * With the workers gone and every chunk zapped (its PMD table stays),
+ * fault each chunk once more from this thread alone: each fault adds
+ * exactly one PTE table to the mm's pgtables_bytes, deposited under a THP
+ * or, on a fallback to small pages, mapping them; MADV_DONTNEED then
+ * withdraws and frees the deposited ones (small-page tables stay).
+ */
+static void vmpte(struct worker *w, struct pt_report *r)
+{
+	long pte_kb = getpagesize() >> 10, before, faulted, zapped;
+	int i, thp = 0;
+
+	before = pt_vmpte_kb();
+	for (i = 0; i < nr_threads; i++)
+		w[i].chunk[0] = 1;
+	faulted = pt_vmpte_kb();
+	for (i = 0; i < nr_threads; i++)
+		thp += pt_is_thp(w[i].chunk);
+	pt_check(r, C_HUGE, thp == nr_threads,
+		 "only %d of %d chunks faulted alone are THPs", thp, nr_threads);
+	for (i = 0; i < nr_threads; i++)
+		madvise(w[i].chunk, pmdsize, MADV_DONTNEED);
+	zapped = pt_vmpte_kb();
+	pt_check(r, C_VMPTE, before >= 0 && faulted - before == nr_threads * pte_kb,
+		 "VmPTE %ld kB -> %ld kB after %d THP faults, want +%ld kB",
+		 before, faulted, nr_threads, nr_threads * pte_kb);
+	pt_check(r, C_VMPTE, zapped >= 0 && faulted - zapped == thp * pte_kb,
+		 "VmPTE %ld kB -> %ld kB after zapping %d THPs, want -%ld kB",
+		 faulted, zapped, thp, thp * pte_kb);
+}
+
 static int hammer(void *arg, struct pt_report *r)
 {
 	const struct layout *layout = arg;
@@ -133,6 +166,7 @@ static int hammer(void *arg, struct pt_report *r)
 	pt_check(r, C_COUNTER, after - before >= (long)nr_threads * rounds,
 		 "thp_fault_alloc moved by %ld, want >= %d", after - before,
 		 nr_threads * rounds);
+	vmpte(w, r);
 	munmap(base, span);
 	return 0;
 }
