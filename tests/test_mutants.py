@@ -256,6 +256,11 @@ class TheReadmeTable(unittest.TestCase):
         self.assertIn("Upstream on the same mutants: 1/2 valid mutants killed (50.0%)", text)
         self.assertIn("Measured time: 20 s", text)
 
+    def test_each_score_line_is_its_own_markdown_paragraph(self):
+        tail = self.md(self.doc).split("\n\n")[1:]
+        self.assertEqual([p.split(":")[0] for p in tail],
+                         ["Ours", "Upstream on the same mutants", "Measured time"])
+
 
 class ASeriesOnAScratchTree(unittest.TestCase):
     """apply_series: git am on pristine, a record of what was applied, and an

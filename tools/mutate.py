@@ -377,11 +377,12 @@ def markdown(doc):
         else:
             row.append(str(m["seconds"]))
         out.append("| " + " | ".join(row) + " |")
+    # One paragraph each: consecutive lines would run together in Markdown.
     out += ["", mutants._score_line("Ours" if both else doc["suite"].capitalize(), doc)]
     if both:
-        out.append(mutants._score_line("Upstream on the same mutants", doc["upstream"]))
-    out.append(f"Measured time: {total} s ({total / 3600:.1f} h) over {len(doc['mutants'])} "
-               f"mutants{', both suites' if both else ''}, linux {doc['tree']}.")
+        out += ["", mutants._score_line("Upstream on the same mutants", doc["upstream"])]
+    out += ["", f"Measured time: {total} s ({total / 3600:.1f} h) over {len(doc['mutants'])} "
+               f"mutants{', both suites' if both else ''}, linux {doc['tree']}."]
     return "\n".join(out) + "\n"
 
 
