@@ -36,6 +36,22 @@ class ConsoleScanFindsKernelReports(unittest.TestCase):
     def test_a_kernel_bug_line_is_found(self):
         self.assertEqual(self.ids("kernel BUG at include/linux/mm.h:3132!\n"), ["kernel-bug"])
 
+    def test_each_rcu_stall_report_is_found(self):
+        for msg in ("rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+                    "rcu: INFO: rcu_sched self-detected stall on CPU",
+                    "rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: {",
+                    "rcu: INFO: rcu_tasks detected stalls on tasks:",
+                    "watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [cow:247]",
+                    "INFO: task cow:247 blocked for more than 122 seconds."):
+            with self.subTest(msg=msg):
+                self.assertTrue(self.ids(f"[   60.468429] {msg}\n"), msg)
+
+    def test_a_captured_self_detected_stall_is_found_in_a_real_console(self):
+        # mutant 23's guest: copy_huge_pmd() spinning on the one PMD lock,
+        # reported at 60 s and again at 123 s
+        found = console.scan(fixture("guest-rcu-stall.log"), "t")
+        self.assertEqual([f[0] for f in found], ["stall", "stall"])
+
     def test_a_captured_clean_kunit_boot_has_no_finding(self):
         self.assertEqual(console.scan(fixture("kunit-pass.log"), "t"), [])
 

@@ -20,7 +20,11 @@ PATTERNS = [
                         r"stack-protector: Kernel stack is corrupted")),
     ("bad-page", re.compile(r"Bad page (state|map)|Bad rss-counter|page_table_check")),
     ("list-corruption", re.compile(r"list_(add|del) corruption")),
-    ("stall", re.compile(r"soft lockup|hard LOCKUP|rcu: INFO: .* detected stalls|"
+    # RCU's reports (kernel/rcu/tree_stall.h, tree_exp.h, tasks.h): "INFO:
+    # rcu_preempt detected stalls on CPUs/tasks", "... detected expedited
+    # stalls", "... self-detected stall on CPU", "rcu_tasks detected stalls".
+    ("stall", re.compile(r"soft lockup|hard LOCKUP|"
+                         r"INFO: rcu\w* (self-)?detected (expedited )?stall|"
                          r"blocked for more than \d+ seconds")),
     ("sanitizer", re.compile(r"UBSAN:|KASAN:|KFENCE:|kmemleak: .* new suspected")),
 ]
