@@ -101,7 +101,11 @@ def build_kernels(src, version, cache, jobs):
         build = os.path.join(cache, "build", version, f"bench-{name}", "kernel")
         log_dir = os.path.join(cache, "logs", version, f"bench-{name}")
         os.makedirs(log_dir, exist_ok=True)
+        # The gate's default kernel (KUnit built in, kept off at boot by
+        # kunit.enable=0) plus one symbol: the split kernel then shares
+        # nearly every object with the gate's default build in ccache.
         frags = [os.path.join(common.REPO, "configs", "guest.config"),
+                 os.path.join(common.REPO, ".kunitconfig"),
                  os.path.join(common.REPO, "configs", "default.config"),
                  os.path.join(BENCH, f"{name}.config")]
         guest.configure(src, build, frags, log_dir, env)   # fails if a symbol did not take
