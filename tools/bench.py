@@ -104,10 +104,7 @@ def build_kernels(src, version, cache, jobs):
         # The gate's default kernel (KUnit built in, kept off at boot by
         # kunit.enable=0) plus one symbol: the split kernel then shares
         # nearly every object with the gate's default build in ccache.
-        frags = [os.path.join(common.REPO, "configs", "guest.config"),
-                 os.path.join(common.REPO, ".kunitconfig"),
-                 os.path.join(common.REPO, "configs", "default.config"),
-                 os.path.join(BENCH, f"{name}.config")]
+        frags = common.config_fragments("default") + [os.path.join(BENCH, f"{name}.config")]
         guest.configure(src, build, frags, log_dir, env)   # fails if a symbol did not take
         kernel = guest.build_kernel(src, build, log_dir, env, jobs)
         facts = kunitrun.config_facts(os.path.join(build, ".config"),

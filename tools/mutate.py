@@ -128,11 +128,8 @@ def result_key(args, source, suite, cfg, mutant_path=None):
     """What a result depends on: the tree (version and pristine contents), the
     series, the configuration's fragments, the harness, suite, guest bound and
     the mutant itself."""
-    files = tree.series_files(os.path.join(common.REPO, "patches")) + [
-        os.path.join(common.REPO, "configs", "guest.config"),
-        os.path.join(common.REPO, ".kunitconfig"),
-        os.path.join(common.REPO, "configs", f"{cfg}.config")] + HARNESS + \
-        ([mutant_path] if mutant_path else [])
+    files = tree.series_files(os.path.join(common.REPO, "patches")) + \
+        common.config_fragments(cfg) + HARNESS + ([mutant_path] if mutant_path else [])
     return tree.digest(files, *source, suite, cfg, str(args.timeout))
 
 

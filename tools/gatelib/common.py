@@ -22,6 +22,13 @@ class StepTimeout(GateError):
     """A bounded step (build, guest) ran past its bound and was killed."""
 
 
+def config_fragments(cfg):
+    """The Kconfig fragments of configuration cfg's kernel, merged in this
+    order: the guest's base, the KUnit suite, the configuration."""
+    return [os.path.join(REPO, "configs", "guest.config"), os.path.join(REPO, ".kunitconfig"),
+            os.path.join(REPO, "configs", f"{cfg}.config")]
+
+
 def say(msg):
     print(msg, flush=True)
 
