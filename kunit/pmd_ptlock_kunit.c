@@ -26,6 +26,7 @@
 #include <asm/pgalloc.h>
 #include <asm/tlb.h>
 
+#include "internal.h"
 #include "slab.h"
 
 /*
@@ -43,15 +44,10 @@ static const bool split_pmd = IS_ENABLED(CONFIG_SPLIT_PMD_PTLOCKS);
 static const bool thp = IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE);
 
 /*
- * The per-mm deposit queue exists only without split PMD locks, a table's
- * own lock (ptlock_ptr()) only with split PTE locks: both configurations
- * compile every case, each asserting what its configuration guarantees.
+ * A table's own lock (ptlock_ptr()) exists only with split PTE locks: every
+ * configuration compiles every case, each asserting what its configuration
+ * guarantees.
  */
-#ifdef CONFIG_SPLIT_PMD_PTLOCKS
-#define PT_MM_QUEUE(mm)		((void)(mm), (pgtable_t *)NULL)
-#else
-#define PT_MM_QUEUE(mm)		(&(mm)->pmd_huge_pte)
-#endif
 #ifdef CONFIG_SPLIT_PTE_PTLOCKS
 #define PT_TABLE_LOCK(ptdesc)	ptlock_ptr(ptdesc)
 #else
@@ -215,15 +211,22 @@ static void pmd_lock_differs_from_the_pte_lock_of_a_table_below(struct kunit *te
 {
 	struct mm_struct *mm = pt_mm_alloc(test);
 	pmd_t *pmd = pt_pmd_alloc(test, mm, PT_FIRST);
+	pgtable_t pte = pte_alloc_one(mm);	/* the PTE table, ours */
+	struct ptdesc *pte_ptdesc;
 
-	KUNIT_ASSERT_EQ(test, 0, pte_alloc(mm, pmd));
+	KUNIT_ASSERT_NOT_NULL(test, pte);
+	pte_ptdesc = page_ptdesc(pte);
+	/* Installed as a fault installs it (accounted, freed with the mm). */
+	pmd_install(mm, pmd, &pte);
+	KUNIT_ASSERT_NULL_MSG(test, pte, "the PMD entry was not empty");
 	KUNIT_ASSERT_TRUE(test, pmd_present(*pmd));
 	if (split_pmd) {
 		/* Two tables, two locks: the PMD table's and the PTE table's. */
 		KUNIT_EXPECT_PTR_NE(test, pmd_lockptr(mm, pmd),
 				    pte_lockptr(mm, pmd));
+		/* The PTE lock is the one in the page the case installed. */
 		KUNIT_EXPECT_PTR_EQ(test, pte_lockptr(mm, pmd),
-				    PT_TABLE_LOCK(page_ptdesc(pmd_page(*pmd))));
+				    PT_TABLE_LOCK(pte_ptdesc));
 	} else if (!IS_ENABLED(CONFIG_SPLIT_PTE_PTLOCKS)) {
 		/* Nothing split: both levels take the mm's one lock. */
 		KUNIT_EXPECT_PTR_EQ(test, pte_lockptr(mm, pmd),
@@ -235,6 +238,12 @@ static void pmd_lock_differs_from_the_pte_lock_of_a_table_below(struct kunit *te
 	}
 }
 
+/*
+ * Nothing is checked while a lock is held: a failed expectation allocates
+ * its report (GFP_KERNEL) and a failed assertion ends the case with the
+ * lock still held. The cases note what they saw and check after unlocking.
+ */
+
 /* Catches: pmd_lock() taking or returning another lock than pmd_lockptr(). */
 static void pmd_lock_returns_the_lockptr_held(struct kunit *test)
 {
@@ -242,14 +251,17 @@ static void pmd_lock_returns_the_lockptr_held(struct kunit *test)
 	pmd_t *pmd = pt_pmd_alloc(test, mm, PT_FIRST);
 	spinlock_t *want = pmd_lockptr(mm, pmd);
 	spinlock_t *ptl;	/* what pmd_lock() returns */
+	bool held;		/* whether @want was held on return */
 
 	KUNIT_ASSERT_FALSE(test, spin_is_locked(want));
 	ptl = pmd_lock(mm, pmd);
+	held = spin_is_locked(want);
+	spin_unlock(ptl);
 	/* The lock returned is the one pmd_lockptr() names... */
 	KUNIT_EXPECT_PTR_EQ(test, ptl, want);
-	/* ...and it is held on return. */
-	KUNIT_EXPECT_TRUE(test, spin_is_locked(want));
-	spin_unlock(ptl);
+	/* ...and it was held on return... */
+	KUNIT_EXPECT_TRUE(test, held);
+	/* ...until the caller unlocked it. */
 	KUNIT_EXPECT_FALSE(test, spin_is_locked(want));
 }
 
@@ -268,15 +280,31 @@ static bool pt_lockdep_watching(struct kunit *test)
 	return true;
 }
 
-/* Both locks held, and known to lockdep as held when it is watching. */
-static void pt_expect_held(struct kunit *test, spinlock_t *a, spinlock_t *b)
+/* What was true of two locks while both were held, checked after. */
+struct pt_held {
+	bool a, b;		/* spin_is_locked() */
+	bool dep_a, dep_b;	/* lockdep_is_held(), true without lockdep */
+};
+
+/* Note, under both locks, whether each is held and known to lockdep as held. */
+static void pt_note_held(struct pt_held *h, spinlock_t *a, spinlock_t *b)
 {
-	KUNIT_EXPECT_TRUE(test, spin_is_locked(a));
-	KUNIT_EXPECT_TRUE(test, spin_is_locked(b));
+	h->a = spin_is_locked(a);
+	h->b = spin_is_locked(b);
 #ifdef CONFIG_LOCKDEP
-	KUNIT_EXPECT_TRUE(test, lockdep_is_held(a));
-	KUNIT_EXPECT_TRUE(test, lockdep_is_held(b));
+	h->dep_a = lockdep_is_held(a);
+	h->dep_b = lockdep_is_held(b);
+#else
+	h->dep_a = h->dep_b = true;
 #endif
+}
+
+static void pt_expect_held(struct kunit *test, const struct pt_held *h)
+{
+	KUNIT_EXPECT_TRUE(test, h->a);
+	KUNIT_EXPECT_TRUE(test, h->b);
+	KUNIT_EXPECT_TRUE(test, h->dep_a);
+	KUNIT_EXPECT_TRUE(test, h->dep_b);
 }
 
 /*
@@ -293,18 +321,21 @@ static void pmd_locks_of_two_tables_nest_as_move_huge_pmd_takes_them(struct kuni
 	pmd_t *new_pmd = pt_pmd_alloc(test, mm, PT_SECOND);
 	bool watching = pt_lockdep_watching(test);
 	spinlock_t *old_ptl, *new_ptl;
+	struct pt_held held;
 
+	/* Split: two tables, two locks; otherwise the mm's lock, taken once. */
+	KUNIT_ASSERT_TRUE(test, split_pmd ?
+			  pmd_lockptr(mm, new_pmd) != pmd_lockptr(mm, old_pmd) :
+			  pmd_lockptr(mm, new_pmd) == pmd_lockptr(mm, old_pmd));
 	old_ptl = pmd_lock(mm, old_pmd);
 	new_ptl = pmd_lockptr(mm, new_pmd);
-	/* Split: two tables, two locks; otherwise the mm's lock, taken once. */
-	KUNIT_EXPECT_TRUE(test, split_pmd ? new_ptl != old_ptl :
-			  new_ptl == old_ptl);
 	if (new_ptl != old_ptl)
 		spin_lock_nested(new_ptl, SINGLE_DEPTH_NESTING);
-	pt_expect_held(test, old_ptl, new_ptl);
+	pt_note_held(&held, old_ptl, new_ptl);
 	if (new_ptl != old_ptl)
 		spin_unlock(new_ptl);
 	spin_unlock(old_ptl);
+	pt_expect_held(test, &held);
 	/* A lockdep report (recursive locking, inversion) turns it off. */
 	if (watching)
 		KUNIT_EXPECT_TRUE_MSG(test, debug_locks,
@@ -323,15 +354,18 @@ static void pmd_locks_of_two_mms_nest_as_copy_huge_pmd_takes_them(struct kunit *
 	pmd_t *src_pmd = pt_pmd_alloc(test, src_mm, PT_FIRST);
 	pmd_t *dst_pmd = pt_pmd_alloc(test, dst_mm, PT_FIRST);
 	bool watching = pt_lockdep_watching(test);
-	spinlock_t *src_ptl, *dst_ptl;
+	spinlock_t *src_ptl = pmd_lockptr(src_mm, src_pmd);
+	spinlock_t *dst_ptl;
+	struct pt_held held;
 
+	/* Two mms never share a PMD lock: taking both must not self-deadlock. */
+	KUNIT_ASSERT_PTR_NE(test, src_ptl, pmd_lockptr(dst_mm, dst_pmd));
 	dst_ptl = pmd_lock(dst_mm, dst_pmd);
-	src_ptl = pmd_lockptr(src_mm, src_pmd);
-	KUNIT_ASSERT_PTR_NE(test, src_ptl, dst_ptl);
 	spin_lock_nested(src_ptl, SINGLE_DEPTH_NESTING);
-	pt_expect_held(test, dst_ptl, src_ptl);
+	pt_note_held(&held, dst_ptl, src_ptl);
 	spin_unlock(src_ptl);
 	spin_unlock(dst_ptl);
+	pt_expect_held(test, &held);
 	if (watching)
 		KUNIT_EXPECT_TRUE_MSG(test, debug_locks,
 				      "lockdep reported the nested table locks");
@@ -455,9 +489,11 @@ static void deposits_come_back_only_from_their_own_table(struct kunit *test)
 		KUNIT_EXPECT_TRUE(test, (got[1] == a1 && got[2] == b1) ||
 				  (got[1] == b1 && got[2] == a1));
 	} else {
-		/* Without split locks the queue is the mm's: one queue for all. */
-		KUNIT_EXPECT_PTR_EQ(test, &pmd_huge_pte(mm, p1),
-				    PT_MM_QUEUE(mm));
+		/*
+		 * Without split locks the queue is the mm's: the deposit just
+		 * made through P2, a table 1 GiB away, heads P1's queue too.
+		 */
+		KUNIT_EXPECT_PTR_EQ(test, pmd_huge_pte(mm, p1), a2);
 		for (i = 0; i < 3; i++)
 			got[i] = pt_withdraw(mm, i ? p1 : p2);
 		KUNIT_EXPECT_NULL(test, pmd_huge_pte(mm, p2));
@@ -639,6 +675,7 @@ static void pmd_ctor_initialises_a_usable_ptlock(struct kunit *test)
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 	pmd_t *table = ptdesc_address(ptdesc);
 	spinlock_t *ptl;	/* the lock the ctor set up */
+	bool taken, held;	/* checked once it is released again */
 
 	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
 	if (split_pmd) {
@@ -646,9 +683,12 @@ static void pmd_ctor_initialises_a_usable_ptlock(struct kunit *test)
 		KUNIT_ASSERT_NOT_NULL(test, ptl);
 		/* Initialised unlocked: it can be taken, and released. */
 		KUNIT_EXPECT_FALSE(test, spin_is_locked(ptl));
-		KUNIT_EXPECT_TRUE(test, spin_trylock(ptl));
-		KUNIT_EXPECT_TRUE(test, spin_is_locked(ptl));
-		spin_unlock(ptl);
+		taken = spin_trylock(ptl);
+		held = spin_is_locked(ptl);
+		if (taken)
+			spin_unlock(ptl);
+		KUNIT_EXPECT_TRUE(test, taken);
+		KUNIT_EXPECT_TRUE(test, held);
 		/* pmd_lockptr() of any entry of this page finds this lock. */
 		KUNIT_EXPECT_PTR_EQ(test, pmd_lockptr(NULL, table + 7), ptl);
 	} else {

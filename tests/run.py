@@ -11,7 +11,7 @@ import helpers  # noqa: E402,F401  (sets the import path for gatelib)
 from gatelib import common, deps  # noqa: E402
 
 MODULES = [
-    "test_static", "test_console", "test_ktap", "test_verdict", "test_guest", "test_gate_input",
+    "test_static", "test_console", "test_ktap", "test_verdict", "test_expect", "test_guest", "test_gate_input",
     "test_series", "test_mutants", "test_gate_run", "test_mutate_run", "test_bench_run",
 ]
 

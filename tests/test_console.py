@@ -74,3 +74,68 @@ class ConsoleScanFindsKernelReports(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AGuestQuietAfterAFatalReportIsStoppedEarly(unittest.TestCase):
+    """console.QuietAfterFatal, the watch that stops a guest within 30 s of
+    going quiet after a BUG, Oops, panic or stall (on a fake clock)."""
+
+    def setUp(self):
+        self.now = [100.0]
+        self.watch = console.QuietAfterFatal(quiet=30, clock=lambda: self.now[0])
+
+    def after(self, seconds):
+        self.now[0] += seconds
+        return self.watch.check()
+
+    def test_a_quiet_guest_with_no_fatal_report_runs_on(self):
+        self.watch.feed("[    1.0] guest-init: running kselftest categories: pmd_ptlock\n")
+        self.assertIsNone(self.after(600))
+
+    def test_a_guest_quiet_for_30_s_after_a_bug_is_stopped_with_the_report(self):
+        self.watch.feed("[   53.1] BUG: scheduling while atomic: pmd_ptlock_fork/88/0x00000002\n")
+        self.assertIsNone(self.after(29))
+        reason = self.after(2)
+        self.assertIn("quiet for 30 s", reason)
+        self.assertIn("BUG: scheduling while atomic", reason)
+
+    def test_output_after_the_report_restarts_the_quiet_period(self):
+        self.watch.feed("Oops: general protection fault, probably for non-canonical address\n")
+        self.after(20)
+        self.watch.feed("[   70.0] Call Trace:\n")
+        self.assertIsNone(self.after(20))
+        self.assertIsNotNone(self.after(11))
+
+    def test_a_warning_or_a_lockdep_report_is_not_fatal(self):
+        for line in ("WARNING: CPU: 0 PID: 1 at mm/memory.c:100 foo+0x1/0x2",
+                     "WARNING: possible recursive locking detected",
+                     "Bad rss-counter state mm:000000001 type:MM_ANONPAGES val:512"):
+            with self.subTest(line=line):
+                self.assertIsNone(console.fatal(line))
+
+    def test_a_stall_and_a_panic_are_fatal(self):
+        self.assertEqual(console.fatal("rcu: INFO: rcu_preempt self-detected stall on CPU"), "stall")
+        self.assertEqual(console.fatal("Kernel panic - not syncing: Fatal exception"), "panic")
+
+    def test_our_own_tap_naming_a_report_is_not_fatal(self):
+        self.assertIsNone(console.fatal("# BUG: this is a subtest's own diagnostic"))
+
+    def test_a_results_file_that_grows_counts_as_progress(self):
+        import os
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            path = f.name
+        try:
+            watch = console.QuietAfterFatal(quiet=30, progress=[path], clock=lambda: self.now[0])
+            watch.feed("BUG: unable to handle page fault for address: 0000000000000008\n")
+            watch.check()
+            self.now[0] += 25
+            with open(path, "a") as f:
+                f.write("ok 1 still going\n")
+            self.assertIsNone(watch.check())
+            self.now[0] += 25
+            self.assertIsNone(watch.check())
+            self.now[0] += 6
+            self.assertIsNotNone(watch.check())
+        finally:
+            os.unlink(path)

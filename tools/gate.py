@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import ccache, common, console, guest, kunitrun, series, tree  # noqa: E402
+from gatelib import ccache, common, console, expect, guest, kunitrun, series, tree  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
@@ -107,14 +107,17 @@ def build_config(src, cfg, cache, jobs):
     build = os.path.join(cache, "build", src.version, cfg, "kernel")
     log_dir = os.path.join(cache, "logs", src.version, cfg)
     os.makedirs(log_dir, exist_ok=True)
-    fragments = [os.path.join(CONFIG_DIR, "guest.config"), os.path.join(common.REPO, ".kunitconfig"),
-                 os.path.join(CONFIG_DIR, f"{cfg}.config")]
+    fragments = common.config_fragments(cfg)
     t0 = time.monotonic()
     guest.configure(src.path, build, fragments, log_dir, env)
+    before = ccache.counts(env)
     kernel = guest.build_kernel(src.path, build, log_dir, env, jobs)
+    rate = ccache.hit_rate(before, ccache.counts(env))
     facts = kunitrun.config_facts(os.path.join(build, ".config"),
                                   os.path.join(build, "include", "generated", "bounds.h"))
     facts["kernel_build_s"] = round(time.monotonic() - t0)
+    if rate:
+        facts["ccache_hits"] = rate
     return build, kernel, log_dir, facts
 
 
@@ -141,7 +144,7 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
             filter_glob=args.filter, timeout=min(args.timeout, 300), accel=args.accel,
             smp=args.smp, extra_qemu=args.qemu_args)
         verdict.info[cfg].update(kfacts)
-        verdict.add_rows(cfg, "kunit", rows)
+        verdict.add_rows(cfg, "kunit", expect.judge(rows, "kunit", verdict.info[cfg]))
         verdict.add_rows(cfg, "console", cons)
     if args.only != "kunit":
         try:
@@ -155,13 +158,14 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
                                             extra_qemu=args.qemu_args, thp=args.thp,
                                             mem=args.mem)
         verdict.info[cfg].update(boot_facts)
-        verdict.add_rows(cfg, "kselftest", rows)
+        verdict.add_rows(cfg, "kselftest", expect.judge(rows, "kselftest", verdict.info[cfg]))
         verdict.add_rows(cfg, "console", console.results(text, "guest console"))
 
 
 def selftests_builder(src, cache, jobs):
     """Build selftests/mm once per run (userspace: the same for every
-    configuration), on first use."""
+    configuration), on first use, and only when its inputs changed since the
+    build in the cache (a kernel-only mutant leaves it as it is)."""
     done = {}
 
     def get():
@@ -169,13 +173,31 @@ def selftests_builder(src, cache, jobs):
             env = ccache.env(cache)
             build = os.path.join(cache, "build", src.version, "selftests")
             log_dir = os.path.join(cache, "logs", src.version)
-            # Only for `make headers`: any configuration will do.
-            guest.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
-                            log_dir, env)
-            guest.build_selftests(src.path, build, log_dir, env, jobs)
+            key = tree.userspace_key(src.path)
+            stamp = os.path.join(build, ".gate-selftests-key")
+            runner = os.path.join(build, guest.INSTALL, "run_kselftest.sh")
+            if os.path.isfile(runner) and _read(stamp) == key:
+                say(f"guest: selftests/mm unchanged since its last build ({key[:12]}): reused")
+            else:
+                if os.path.exists(stamp):
+                    os.unlink(stamp)
+                # Only for `make headers`: any configuration will do.
+                guest.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
+                                log_dir, env)
+                guest.build_selftests(src.path, build, log_dir, env, jobs)
+                with open(stamp, "w") as f:
+                    f.write(key)
             done["dir"] = build
         return done["dir"]
     return get
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def _terminate(signum, frame):

@@ -22,6 +22,11 @@ class StepTimeout(GateError):
     """A bounded step (build, guest) ran past its bound and was killed."""
 
 
+class StepStopped(StepTimeout):
+    """A watched step (a guest) was stopped before its bound because its
+    watcher saw that it would make no more progress (e.g. quiet after a BUG)."""
+
+
 def config_fragments(cfg):
     """The Kconfig fragments of configuration cfg's kernel, merged in this
     order: the guest's base, the KUnit suite, the configuration."""
@@ -72,12 +77,15 @@ def git(tree, *args, check=True, capture=True, env=None):
     return r
 
 
-def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, echo=False):
+def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, echo=False,
+               watch=None):
     """Run cmd with output into log_path, printing a progress line every `heartbeat` s.
 
     The command runs in its own process group; past `timeout` seconds the whole
-    group (make, qemu, ...) is killed and StepTimeout is raised. Returns the exit
-    code otherwise.
+    group (make, qemu, ...) is killed and StepTimeout is raised. A `watch`
+    (feed(line) for every output line, check() once a second returning a
+    reason or None) can stop it earlier: the group is killed and StepStopped
+    raised with the watcher's reason. Returns the exit code otherwise.
     """
     start = time.monotonic()
     last_line = [""]
@@ -92,6 +100,8 @@ def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, 
                 log.flush()
                 if line.strip():
                     last_line[0] = line.strip()
+                if watch is not None:
+                    watch.feed(line)
                 if echo:
                     sys.stdout.write(line)
                     sys.stdout.flush()
@@ -107,6 +117,12 @@ def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, 
                 except subprocess.TimeoutExpired:
                     pass
                 elapsed = time.monotonic() - start
+                reason = watch.check() if watch is not None else None
+                if reason:
+                    kill_group(proc)
+                    reader.join(5)
+                    raise StepStopped(f"{label}: {reason}, stopped after {int(elapsed)} s "
+                                      f"(log: {log_path})")
                 if elapsed > timeout:
                     kill_group(proc)
                     reader.join(5)

@@ -1,7 +1,9 @@
 """Scan a guest console for kernel reports that fail the gate on their own,
 even when every test passed."""
 
+import os
 import re
+import time
 
 from .ktap import TIMESTAMP
 
@@ -55,3 +57,58 @@ def results(text, source):
     if not found:
         return [(source, "console clean", "pass", "")]
     return [(source, f"{pid} (line {n})", "fail", line[:200]) for pid, _src, n, line in found]
+
+
+# Reports after which a guest may never make progress again: the task that
+# hit them died holding whatever it held, or a CPU is stuck. A WARNING or a
+# lockdep report is not among them: the kernel carries on after those.
+FATAL = {"bug", "kernel-bug", "panic", "oops", "stall"}
+
+
+def fatal(line):
+    """The finding id of a console line that is a fatal report, else None."""
+    line = TIMESTAMP.sub("", line.rstrip("\r\n"))
+    if TAP_LINE.match(line):
+        return None
+    for pid, pat in PATTERNS:
+        if pat.search(line):
+            return pid if pid in FATAL else None
+    return None
+
+
+class QuietAfterFatal:
+    """A run_logged watch for a guest: once its console showed a fatal report,
+    stop it when neither the console nor any of `progress` (files the guest
+    writes its results to) has changed for `quiet` seconds. A guest that keeps
+    making progress after a fatal report runs on to its bound."""
+
+    def __init__(self, quiet=30, progress=(), clock=time.monotonic):
+        self.quiet, self.progress, self.clock = quiet, list(progress), clock
+        self.first = None          # the first fatal console line
+        self.last_output = clock()
+        self.sizes = {}
+
+    def feed(self, line):
+        self.last_output = self.clock()
+        if self.first is None and fatal(line):
+            self.first = TIMESTAMP.sub("", line.strip())[:160]
+
+    def _progressed(self):
+        moved = False
+        for path in self.progress:
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                size = -1
+            if self.sizes.get(path) != size:
+                self.sizes[path] = size
+                moved = True
+        return moved
+
+    def check(self):
+        now = self.clock()
+        if self._progressed():
+            self.last_output = max(self.last_output, now)
+        if self.first is None or now - self.last_output < self.quiet:
+            return None
+        return f"quiet for {self.quiet} s after a fatal report ({self.first})"

@@ -9,8 +9,8 @@ import shlex
 import shutil
 import time
 
-from . import ktap
-from .common import REPO, GateError, StepTimeout, first_error, run_logged, say
+from . import console, ktap
+from .common import REPO, GateError, StepStopped, StepTimeout, first_error, run_logged, say
 
 INIT = os.path.join(REPO, "tools", "guest-init")
 
@@ -61,12 +61,19 @@ def missing_symbols(config_path, fragments):
     return bad
 
 
+# How a build dir is configured: the fragments merged over allnoconfig
+# (merge_config.sh -n), so the kernel holds what they ask for and what that
+# selects, and nothing else. Part of the configure stamp: a build dir made
+# another way is configured again.
+BASE = "allnoconfig"
+
+
 def configure(tree, build, fragments, log_dir, env):
-    """The fragments merged in order over the Kconfig defaults (kunit.py's way
-    of configuring), redone only when a fragment changes."""
+    """The fragments merged in order over allnoconfig, redone only when a
+    fragment changes."""
     os.makedirs(build, exist_ok=True)
     paths = list(fragments)
-    h = hashlib.sha256()
+    h = hashlib.sha256(BASE.encode() + b"\0")
     for p in paths:
         with open(p, "rb") as f:
             h.update(os.path.basename(p).encode() + b"\0" + f.read())
@@ -78,12 +85,12 @@ def configure(tree, build, fragments, log_dir, env):
         log = os.path.join(log_dir, "kernel-config.log")
         if os.path.exists(log):
             os.unlink(log)
-        steps = [[os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-m", "-O", build,
-                  *paths],
-                 ["make", f"O={build}", "olddefconfig"]]
-        for cmd in steps:
-            if run_logged(cmd, log, "kernel config", 600, cwd=tree, env=env, heartbeat=0) != 0:
-                raise GateError(f"kernel configuration failed (log: {log})")
+        # merge_config.sh -n runs `make allnoconfig` with the merged fragments
+        # as KCONFIG_ALLCONFIG: what they set is kept, every other prompt is n.
+        cmd = [os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-n", "-O", build,
+               *paths]
+        if run_logged(cmd, log, "kernel config", 600, cwd=tree, env=env, heartbeat=0) != 0:
+            raise GateError(f"kernel configuration failed (log: {log})")
         with open(stamp_path, "w") as f:
             f.write(stamp + "\n")
     bad = missing_symbols(config, fragments)
@@ -104,16 +111,25 @@ def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
 
 
 def build_selftests(tree, build, log_dir, env, jobs, timeout=1800):
-    """Headers into build/usr/include, selftests/mm into build/kselftest/mm."""
+    """Headers into build/usr/include, selftests/mm built into build/kselftest/mm
+    and installed, with kselftest's runner, into build/kselftest/kselftest_install: the
+    guest runs that install (run_kselftest.sh) and never runs make, whose
+    up-to-date checks over 9p took about 45 s of every guest run."""
     log = os.path.join(log_dir, "selftests-build.log")
     say(f"guest: building selftests/mm on the host; log {log}")
     for cmd in (["make", f"O={build}", "-s", "headers"],
                 ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}",
-                 "building_out_of_srctree=1", f"-j{jobs}"]):
+                 "building_out_of_srctree=1", f"-j{jobs}", "install"]):
         rc = run_logged(cmd, log, "selftests build", timeout, cwd=tree, env=env)
         if rc != 0:
             raise GateError(f"selftests build failed: {first_error(log)} (log: {log})")
+    if not os.path.isfile(os.path.join(build, INSTALL, "run_kselftest.sh")):
+        raise GateError(f"selftests install made no {INSTALL}/run_kselftest.sh (log: {log})")
     return os.path.join(build, "kselftest", "mm")
+
+
+# Where build_selftests installs, relative to its build dir (kselftest's default).
+INSTALL = os.path.join("kselftest", "kselftest_install")
 
 
 def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
@@ -157,8 +173,15 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
     say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for {what}; console {console_log}")
     t0 = time.monotonic()
     hung = None
+    # A guest that printed a fatal report and then went quiet is stopped
+    # early rather than at its bound (its results so far are kept).
+    watch = console.QuietAfterFatal(progress=[os.path.join(out, n) for n in
+                                              ("kselftest.log", "run.log", "status")])
     try:
-        run_logged(cmd, console_log, "guest", timeout, heartbeat=30)
+        run_logged(cmd, console_log, "guest", timeout, heartbeat=30, watch=watch)
+    except StepStopped:
+        hung = (f"guest stopped early: {watch.check() or 'quiet after a fatal report'} "
+                f"(bound {timeout} s)")
     except StepTimeout:
         hung = f"guest hung: killed after {timeout} s"
     with open(console_log, errors="replace") as f:

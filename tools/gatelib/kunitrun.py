@@ -6,7 +6,7 @@ import shlex
 import time
 
 from . import ccache, console, ktap
-from .common import StepTimeout, run_logged, say
+from .common import StepStopped, StepTimeout, run_logged, say
 
 HANG = re.compile(r"timed out after (\d+) seconds")
 
@@ -29,6 +29,9 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     os.makedirs(log_dir, exist_ok=True)
     kunit_py = os.path.join(tree, "tools", "testing", "kunit", "kunit.py")
     env = ccache.env(cache)
+    # kunit.py prints the console as it comes: unbuffered, so the watch sees
+    # a fatal report when it is printed, not when a pipe buffer fills.
+    env["PYTHONUNBUFFERED"] = "1"
     exec_log = os.path.join(log_dir, "kunit-exec.log")
     cmd = ["python3", kunit_py, "exec", "--arch=x86_64", f"--build_dir={build_dir}",
            f"--kunitconfig={kunitconfig}", "--raw_output=all", f"--timeout={timeout}",
@@ -42,8 +45,12 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     say(f"kunit: booting under QEMU ({accel}, -smp {smp}, bound {timeout} s); log {exec_log}")
     t0 = time.monotonic()
     hung = None
+    watch = console.QuietAfterFatal()
     try:
-        run_logged(cmd, exec_log, "kunit boot", timeout + 60, cwd=tree, env=env)
+        run_logged(cmd, exec_log, "kunit boot", timeout + 60, cwd=tree, env=env, watch=watch)
+    except StepStopped:
+        hung = (f"guest stopped early: {watch.check() or 'quiet after a fatal report'} "
+                f"(bound {timeout} s)")
     except StepTimeout as e:
         hung = str(e)
     facts = {"kunit_exec_s": round(time.monotonic() - t0)}

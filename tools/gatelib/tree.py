@@ -181,6 +181,7 @@ def apply_series(tree, version, patches):
     applied = os.path.join(tree, ".git", APPLIED)
     if os.path.exists(applied):
         os.unlink(applied)
+    before = _series_files_state(tree)
     reset_pristine(tree)
     for p in patches:
         r = git(tree, "am", "-q", "--keep-cr", p, check=False)
@@ -188,10 +189,40 @@ def apply_series(tree, version, patches):
             git(tree, "am", "--abort", check=False)
             reset_pristine(tree)
             raise GateError(f"patch {os.path.basename(p)} does not apply on linux {version}")
+    _keep_unchanged_times(tree, before)
     head = git(tree, "rev-parse", "HEAD").stdout.strip()
     with open(applied, "w") as f:
         f.write(f"{series} {head}\n")
     return head
+
+
+def _series_files_state(tree):
+    """{path: (blob id, mtime)} of the files the applied series (HEAD) holds
+    on top of pristine, as they are in the working tree; {} where HEAD is
+    not pristine + a series."""
+    if git(tree, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode != 0:
+        return {}
+    names = git(tree, "diff", "--name-only", "--no-renames", PRISTINE_TAG, "HEAD",
+                check=False).stdout.split("\n")
+    state = {}
+    for name in filter(None, names):
+        path = os.path.join(tree, name)
+        if os.path.isfile(path):
+            blob = git(tree, "hash-object", "--", name, check=False).stdout.strip()
+            state[name] = (blob, os.stat(path).st_mtime_ns)
+    return state
+
+
+def _keep_unchanged_times(tree, before):
+    """Give a file the series rewrote with the very contents it had before
+    the reset its old time back, so make rebuilds only what a changed patch
+    changed (editing a kselftest must not rebuild the kernel)."""
+    for name, (blob, mtime) in before.items():
+        path = os.path.join(tree, name)
+        if not os.path.isfile(path):
+            continue
+        if git(tree, "hash-object", "--", name, check=False).stdout.strip() == blob:
+            os.utime(path, ns=(mtime, mtime))
 
 
 def apply_mutant(tree, path):
@@ -265,3 +296,25 @@ def is_dirty(tree):
 def pristine_id(tree):
     """The pristine commit's tree: which tarball's contents these are."""
     return git(tree, "rev-parse", PRISTINE_TAG + "^{tree}").stdout.strip()
+
+
+# What the host's selftests/mm build reads from the tree: the selftests and
+# tools headers, the uapi headers `make headers` installs, and the scripts
+# and Makefiles that install them. A kernel-only change (mm/*.c, a kernel
+# header) leaves the build as it is.
+USERSPACE_PATHS = ["tools", "include/uapi", "arch/x86/include/uapi", "scripts", "usr", "Makefile"]
+
+
+def userspace_key(tree):
+    """A digest of what the selftests build depends on: the committed tree
+    (pristine + series), the working tree's changes under USERSPACE_PATHS
+    (a mutant that touches them), and the host compiler."""
+    h = hashlib.sha256()
+    h.update(git(tree, "rev-parse", "HEAD^{tree}").stdout.encode())
+    h.update(git(tree, "diff", "--binary", "HEAD", "--", *USERSPACE_PATHS).stdout.encode())
+    h.update(git(tree, "--no-optional-locks", "status", "--porcelain", "--", *USERSPACE_PATHS)
+             .stdout.encode())
+    cc = subprocess.run(["gcc", "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                        text=True).stdout.split("\n")[0]
+    h.update(cc.encode())
+    return h.hexdigest()
