@@ -531,21 +531,21 @@ static void deposit_and_withdraw_through_different_entries_share_a_queue(struct 
 
 
 /*
- * The generic queue is commented "FIFO" but is not: deposit links each new
- * table after the previous head and makes it the head, withdraw takes the
- * head and moves to the head's successor, so N deposits come back as the
- * newest first, then the rest oldest first. Deposited tables are
- * interchangeable, so no caller needs an order; pinning it pins the list
- * discipline, so a change that drops, repeats or misorders an entry (or
- * turns the queue into a true FIFO or LIFO) is caught and must be reviewed.
+ * Deposited tables are interchangeable (each an empty PTE table, withdrawn
+ * only to be freed, to become a split PMD's PTE table, or to be deposited
+ * again), so the kernel guarantees no order, only that N deposits come back
+ * as N withdraws, each table exactly once, leaving the queue empty.
+ * Catches: a withdraw that does not unlink the head (a table handed out
+ * twice, a queue that never empties), a deposit that drops or overwrites an
+ * earlier one.
  */
-static void withdraw_order_is_newest_then_oldest_onward(struct kunit *test)
+static void withdraws_return_every_deposit_exactly_once(struct kunit *test)
 {
 	const int n = *(const int *)test->param_value;
 	struct mm_struct *mm = pt_mm_alloc(test);
 	pmd_t *pmd = pt_pmd_alloc(test, mm, PT_FIRST);
 	pgtable_t dep[PT_MAX_DEPOSITS], got[PT_MAX_DEPOSITS];
-	int i;
+	int i, j, times;
 
 	for (i = 0; i < n; i++)
 		dep[i] = pt_pgtable_alloc(test, mm);
@@ -553,16 +553,17 @@ static void withdraw_order_is_newest_then_oldest_onward(struct kunit *test)
 		pt_deposit(mm, pmd, dep[i]);
 	for (i = 0; i < n; i++)
 		got[i] = pt_withdraw(mm, pmd);
+	/* N withdraws empty a queue of N deposits. */
 	KUNIT_EXPECT_NULL(test, pmd_huge_pte(mm, pmd));
-
-	/* Newest first... */
-	KUNIT_EXPECT_PTR_EQ(test, got[0], dep[n - 1]);
-	/* ...then the others in the order they were deposited. */
-	for (i = 1; i < n; i++)
-		KUNIT_EXPECT_PTR_EQ_MSG(test, got[i], dep[i - 1],
-					"withdraw %d of %d", i + 1, n);
+	/* Each deposited table came back, and exactly once. */
+	for (i = 0; i < n; i++) {
+		for (times = 0, j = 0; j < n; j++)
+			times += got[j] == dep[i];
+		KUNIT_EXPECT_EQ_MSG(test, times, 1, "deposit %d of %d", i + 1, n);
+	}
+	/* Free what was deposited (a withdraw may have repeated one). */
 	for (i = 0; i < n; i++)
-		pt_pgtable_free(mm, got[i]);
+		pt_pgtable_free(mm, dep[i]);
 }
 
 #else /* !CONFIG_TRANSPARENT_HUGEPAGE */
@@ -592,7 +593,7 @@ static void deposit_and_withdraw_through_different_entries_share_a_queue(struct 
 	pt_skip_without_thp(test);
 }
 
-static void withdraw_order_is_newest_then_oldest_onward(struct kunit *test)
+static void withdraws_return_every_deposit_exactly_once(struct kunit *test)
 {
 	pt_skip_without_thp(test);
 }
@@ -603,7 +604,7 @@ static struct kunit_case pmd_ptlock_deposit_cases[] = {
 	KUNIT_CASE(withdraw_returns_the_deposit_and_empties_the_queue),
 	KUNIT_CASE(deposits_come_back_only_from_their_own_table),
 	KUNIT_CASE(deposit_and_withdraw_through_different_entries_share_a_queue),
-	KUNIT_CASE_PARAM(withdraw_order_is_newest_then_oldest_onward,
+	KUNIT_CASE_PARAM(withdraws_return_every_deposit_exactly_once,
 			 pt_deposit_count_gen_params),
 	{}
 };

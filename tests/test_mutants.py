@@ -6,6 +6,7 @@ import collections
 import glob
 import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -15,7 +16,8 @@ from gatelib import common, mutants, tree
 
 CATALOGUE = sorted(glob.glob(os.path.join(REPO, "mutants", "*.diff")))
 BEHAVIOURS = {"lock identity", "deposit/withdraw", "ctor/dtor", "ctor failure", "THP fault path",
-              "zap", "move_huge_pmd", "move_normal_pmd", "copy_huge_pmd", "split-off fallback"}
+              "zap", "move_huge_pmd", "move_normal_pmd", "copy_huge_pmd", "split-off fallback",
+              "PMD split", "collapse", "huge PMD change"}
 
 
 def touched(path):
@@ -47,8 +49,23 @@ class TheCatalogue(unittest.TestCase):
     def test_at_least_four_are_reachable_only_by_a_concurrent_or_cross_table_test(self):
         only = [m for m in self.ms if m["reach"] == "kselftest" and not m["equivalent"]]
         self.assertGreaterEqual(len(only), 4)
-        funcs = ("move_huge_pmd", "copy_huge_pmd", "zap", "THP fault path", "move_normal_pmd")
+        funcs = ("move_huge_pmd", "copy_huge_pmd", "zap", "THP fault path", "move_normal_pmd",
+                 "PMD split", "collapse", "huge PMD change")
         self.assertTrue(all(m["behaviour"] in funcs for m in only))
+
+    def test_every_kunit_case_is_named_as_the_killer_of_some_mutant(self):
+        # Each case's "Catches:" claim is backed by a catalogue mutant it kills.
+        with open(os.path.join(REPO, "kunit", "pmd_ptlock_kunit.c")) as f:
+            cases = set(re.findall(r"KUNIT_CASE(?:_PARAM)?\((\w+)", f.read()))
+        killers = " ".join(m["expected_killers"] for m in self.ms if not m["equivalent"])
+        self.assertGreaterEqual(len(cases), 20)
+        self.assertEqual(sorted(c for c in cases if c not in killers), [])
+
+    def test_every_program_of_ours_is_named_as_the_killer_of_some_mutant(self):
+        progs = {os.path.basename(p)[:-2] for p in
+                 glob.glob(os.path.join(REPO, "selftests", "mm", "pmd_ptlock_*.c"))}
+        killers = " ".join(m["expected_killers"] for m in self.ms if not m["equivalent"])
+        self.assertEqual(sorted(p for p in progs if p not in killers), [])
 
     def test_equivalent_mutants_say_why(self):
         eq = [m for m in self.ms if m["equivalent"]]
@@ -455,13 +472,60 @@ class AStoredResult(unittest.TestCase):
         mutate._keep(path, "other", {"status": "survived"})
         self.assertEqual(mutate._load_kept(path, "k"), {"status": "killed"})
 
-    def test_the_harness_that_judges_a_run_is_part_of_the_key(self):
+    def test_the_classifier_version_is_part_of_the_key(self):
         import mutate
-        names = {os.path.relpath(p, REPO) for p in mutate.HARNESS}
-        for f in ("tools/gate.py", "tools/guest-init", "tools/gatelib/ktap.py",
-                  "tools/gatelib/guest.py", "tools/gatelib/mutants.py"):
-            self.assertIn(f, names)
-        self.assertTrue(all(os.path.isfile(p) for p in mutate.HARNESS))
+        from gatelib import mutants as mut
+        k = self.key(self.args(), self.SRC, "ours", "default", self.m)
+        old = mut.CLASSIFIER_VERSION
+        try:
+            mut.CLASSIFIER_VERSION = old + ".next"
+            self.assertNotEqual(k, mutate.result_key(self.args(), self.SRC, "ours", "default",
+                                                     self.m))
+        finally:
+            mut.CLASSIFIER_VERSION = old
+
+    def test_a_refactor_of_a_harness_module_keeps_the_stored_results(self):
+        # The key reads no tool's source: editing gate.py, guest.py or a
+        # parser (without a classifier version bump) leaves it as it was.
+        import mutate
+        k = self.key(self.args(), self.SRC, "ours", "default", self.m)
+        for name in ("gate.py", "gatelib/guest.py", "gatelib/ktap.py", "gatelib/console.py"):
+            path = os.path.join(REPO, "tools", name)
+            with open(path) as f:
+                text = f.read()
+            try:
+                with open(path, "a") as f:
+                    f.write("\n# a refactor\n")
+                self.assertEqual(k, mutate.result_key(self.args(), self.SRC, "ours", "default",
+                                                      self.m), name)
+            finally:
+                with open(path, "w") as f:
+                    f.write(text)
+
+
+class SlimBaselines(unittest.TestCase):
+    RUN = {"verdict": "pass", "results": [
+        {"config": "default", "kind": "kunit", "suite": "s", "name": "a", "status": "pass",
+         "reason": ""},
+        {"config": "default", "kind": "kunit", "suite": "s", "name": "b", "status": "skip",
+         "reason": "no THP"},
+        {"config": "default", "kind": "kselftest", "suite": "p", "name": "c", "status": "fail",
+         "reason": "x"}]}
+
+    def test_a_baseline_keeps_only_which_rows_passed_failed_and_skipped(self):
+        from gatelib import mutants as mut
+        slim = mut.slim_baseline(self.RUN)
+        self.assertEqual(slim, {"verdict": "pass", "passed": ["kunit\ts\ta"],
+                                "failed": ["kselftest\tp\tc"], "skipped": ["kunit\ts\tb"]})
+
+    def test_a_slim_baseline_classifies_as_the_full_run_does(self):
+        from gatelib import mutants as mut
+        run = {"results": [dict(r, status="fail", reason="broken") for r in self.RUN["results"]]}
+        self.assertEqual(mut.classify(run, self.RUN), mut.classify(run, mut.slim_baseline(self.RUN)))
+        status, why = mut.classify(run, mut.slim_baseline(self.RUN))
+        self.assertEqual(status, "killed")
+        self.assertIn("s.a", why)
+        self.assertNotIn("p: c", why)   # it failed on the unmodified tree too
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from helpers import REPO, TOOLS, run_tool
 from gatelib import common, tree
 
 CAT = os.path.join(REPO, "mutants")
-KUNIT_KILL = os.path.join(CAT, "04-deposit-appends-at-tail.diff")
+KUNIT_KILL = os.path.join(CAT, "32-withdraw-does-not-unlink-the-table.diff")
 KSELFTEST_KILL = os.path.join(CAT, "16-move-huge-pmd-keeps-deposit-in-old-table.diff")
 EQUIVALENT = os.path.join(CAT, "18-move-must-withdraw-within-one-table.diff")
 
@@ -102,9 +102,9 @@ class MutantsOnRealRuns(unittest.TestCase):
         cls.by = {m["name"]: m for m in cls.doc["mutants"]}
 
     def test_a_kunit_reachable_mutant_is_killed_by_the_kunit_case_that_pins_it(self):
-        m = self.by["04-deposit-appends-at-tail"]
+        m = self.by["32-withdraw-does-not-unlink-the-table"]
         self.assertEqual(m["status"], "killed", m)
-        self.assertIn("withdraw_order_is_newest_then_oldest_onward", m["killed_by"])
+        self.assertIn("withdraws_return_every_deposit_exactly_once", m["killed_by"])
 
     def test_a_cross_table_mutant_is_killed_by_the_mremap_kselftest(self):
         m = self.by["16-move-huge-pmd-keeps-deposit-in-old-table"]
@@ -160,7 +160,7 @@ class BothSuitesOnOneBuild(unittest.TestCase):
         with open(cls.out) as f:
             cls.doc = json.load(f)
         work = os.path.join(common.cache_dir(), "mutate", "upstream")  # where mutate logs
-        with open(os.path.join(work, "04-deposit-appends-at-tail-default.log")) as f:
+        with open(os.path.join(work, "32-withdraw-does-not-unlink-the-table-default.log")) as f:
             cls.upstream_log = f.read()
         with open(os.path.join(common.cache_dir(), "logs", cls.doc["tree"], "default",
                                "kernel-build.log")) as f:
@@ -202,7 +202,7 @@ class BothSuitesOnOneBuild(unittest.TestCase):
 
     def test_results_and_baselines_are_stored_where_records_says(self):
         for suite in ("ours", "upstream"):
-            for rec in ("04-deposit-appends-at-tail-default.record.json",
+            for rec in ("32-withdraw-does-not-unlink-the-table-default.record.json",
                         os.path.join("baseline", "default.record.json")):
                 self.assertTrue(os.path.isfile(os.path.join(self.records, suite, rec)),
                                 f"{suite}/{rec} not under {self.records}")
@@ -225,7 +225,7 @@ class AnInterruptedMutant(unittest.TestCase):
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             with open(log) as g:
-                if "mutant: 04-deposit-appends-at-tail.diff applied" in g.read():
+                if "mutant: 32-withdraw-does-not-unlink-the-table.diff applied" in g.read():
                     time.sleep(3)  # into the build
                     return p
             if p.poll() is not None:

@@ -51,8 +51,8 @@ def parse_args(argv):
                          "per mutant (default %(default)s)")
     ap.add_argument("--resume", action="store_true",
                     help="reuse results (baselines included) of earlier runs whose mutant, tree, "
-                         "series, configurations, harness (gate, guest init, parsers, "
-                         "classifier) and --timeout are unchanged")
+                         "series, configurations, classifier version (gatelib/mutants.py "
+                         "CLASSIFIER_VERSION) and --timeout are unchanged")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
     ap.add_argument("--markdown", metavar="FILE",
                     help="write the kill table, scores and times as Markdown (for the README)")
@@ -117,20 +117,15 @@ def gate(args, suite, config, out_json, log, mutant=None, keep=False):
         return None
 
 
-# What judges a gate run besides the kernel: the gate, the guest's init, the
-# parsers and the classifier. A change to any of them invalidates stored results.
-HARNESS = [os.path.join(common.REPO, "tools", f) for f in (
-    "gate.py", "guest-init", "gatelib/ktap.py", "gatelib/guest.py", "gatelib/console.py",
-    "gatelib/kunitrun.py", "gatelib/verdict.py", "gatelib/mutants.py")]
-
-
 def result_key(args, source, suite, cfg, mutant_path=None):
     """What a result depends on: the tree (version and pristine contents), the
-    series, the configuration's fragments, the harness, suite, guest bound and
+    series, the configuration's fragments, the classifier's version (not the
+    tools' source: a refactor keeps stored results), suite, guest bound and
     the mutant itself."""
     files = tree.series_files(os.path.join(common.REPO, "patches")) + \
-        common.config_fragments(cfg) + HARNESS + ([mutant_path] if mutant_path else [])
-    return tree.digest(files, *source, suite, cfg, str(args.timeout))
+        common.config_fragments(cfg) + ([mutant_path] if mutant_path else [])
+    return tree.digest(files, *source, suite, cfg, str(args.timeout),
+                       "classifier " + mutants.CLASSIFIER_VERSION)
 
 
 def restore_tree(cache, src):
@@ -203,8 +198,8 @@ def baseline(args, work, records, suite, cfg, key):
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
-    # Only what judging needs is stored: the results (not the configs' facts).
-    base = {"verdict": base["verdict"], "results": base["results"]}
+    # Only what judging needs is stored: which rows passed, failed, skipped.
+    base = mutants.slim_baseline(base)
     _keep(kept, key, base)
     return base
 

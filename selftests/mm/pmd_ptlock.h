@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the split PMD page-table lock selftests: proving that
- * THP is really in use, finding out whether a range is mapped by a THP or
- * the huge zero page, laying chunks out in one or in several PMD tables,
- * and running a workload in a child process whose checks the parent
- * reports as kselftest results once the child (and its page tables) are
- * gone.
+ * THP is really in use, finding out whether a range is mapped by a huge
+ * PMD (a THP or the huge zero page) or by PTEs, laying chunks out in one
+ * or in several PMD tables, and running a workload in a child process
+ * whose checks the parent reports as kselftest results once the child
+ * (and its page tables) are gone.
  */
 #ifndef __PMD_PTLOCK_H__
 #define __PMD_PTLOCK_H__
@@ -19,15 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/fs.h>		/* PAGEMAP_SCAN */
 
 #include "../kselftest.h"
 #include "vm_util.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE	0x100000
 #endif
 
 /* One PMD table maps 1 GiB on x86-64: chunks 1 GiB apart use different tables. */
@@ -71,23 +76,24 @@ static inline long pt_pagetables_kb(void)
 	int fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
 
 	if (fd >= 0) {
+		/* Not root: the figure may lag by a few pages. */
 		if (write(fd, "1", 1) < 0)
-			;	/* not root: the figure may lag by a few pages */
+			errno = 0;
 		close(fd);
 	}
 	return pt_proc_value("/proc/meminfo", "PageTables");
 }
 
 /*
- * VmPTE of /proc/self/status in kB: the mm's pgtables_bytes, which counts
- * every page table the mm holds, deposited ones included. Read into a
- * stack buffer so that reading it allocates nothing itself.
+ * The "<field> <n> kB" line of a /proc file in kB, or -1. Read into a
+ * stack buffer so that reading it allocates nothing (no heap, no page
+ * table) in the process whose page tables are being counted.
  */
-static inline long pt_vmpte_kb(void)
+static inline long pt_proc_kb(const char *path, const char *field)
 {
-	char buf[4096], *v;
+	char buf[4096], key[64], *v;
 	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY);
+	int fd = open(path, O_RDONLY);
 
 	if (fd < 0)
 		return -1;
@@ -96,8 +102,18 @@ static inline long pt_vmpte_kb(void)
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	v = strstr(buf, "\nVmPTE:");
-	return v ? strtol(v + strlen("\nVmPTE:"), NULL, 10) : -1;
+	snprintf(key, sizeof(key), "\n%s:", field);
+	v = strstr(buf, key);
+	return v ? strtol(v + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * VmPTE of /proc/self/status in kB: the mm's pgtables_bytes, which counts
+ * every page table the mm holds, deposited ones included.
+ */
+static inline long pt_vmpte_kb(void)
+{
+	return pt_proc_kb("/proc/self/status", "VmPTE");
 }
 
 /*
@@ -135,7 +151,12 @@ static inline uint64_t pt_page_flags(void *addr)
 	return got == sizeof(flags) ? flags : 0;
 }
 
-/* Mapped by an anonymous THP (not the huge zero page). */
+/*
+ * The page at addr belongs to a large anonymous folio (KPF_THP, not the
+ * huge zero page). 6.12's fs/proc/page.c sets KPF_THP for any large
+ * rmappable folio, PMD-mapped or not, so this says THP is in use, never
+ * that a range is mapped by a huge PMD: that is pt_map_of()'s job.
+ */
 static inline bool pt_is_thp(void *addr)
 {
 	uint64_t f = pt_page_flags(addr);
@@ -143,12 +164,115 @@ static inline bool pt_is_thp(void *addr)
 	return (f & PT_KPF_THP) && !(f & PT_KPF_ZERO);
 }
 
-/* Mapped by the huge zero page. */
-static inline bool pt_is_huge_zero(void *addr)
-{
-	uint64_t f = pt_page_flags(addr);
+/*
+ * What PAGEMAP_SCAN on /proc/self/pagemap (this process's own page
+ * tables) reports for [addr, addr + len): bytes present, bytes of them
+ * mapped by a huge PMD, bytes of them mapping the (huge) zero page. In
+ * fs/proc/task_mmu.c, PAGE_IS_HUGE is set for anonymous memory only by
+ * pagemap_thp_category(), which pagemap_scan_thp_entry() calls under
+ * pmd_trans_huge_lock() for a huge PMD (a THP, or the huge zero page with
+ * PAGE_IS_PFNZERO); pagemap_page_category() never sets it, so the PTEs of
+ * a THP whose PMD was split do not count as huge. kpageflags cannot tell:
+ * it sets KPF_THP for any large anonymous folio, however it is mapped.
+ * Returns 0, or -1 with errno set (no PAGEMAP_SCAN before 6.7: ENOTTY),
+ * which every caller turns into a failed check, never a pass.
+ */
+struct pt_scan {
+	size_t present;
+	size_t huge;
+	size_t zero;
+};
 
-	return (f & PT_KPF_THP) && (f & PT_KPF_ZERO);
+static inline int pt_scan(void *addr, size_t len, struct pt_scan *s)
+{
+	struct page_region reg[32];
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg),
+		.start = (uintptr_t)addr,
+		.end = (uintptr_t)addr + len,
+		.vec = (uintptr_t)reg,
+		.vec_len = ARRAY_SIZE(reg),
+		.return_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE | PAGE_IS_PFNZERO,
+	};
+	long n, i;
+	int fd, err;
+
+	memset(s, 0, sizeof(*s));
+	fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	n = ioctl(fd, PAGEMAP_SCAN, &arg);
+	err = errno;
+	close(fd);
+	if (n < 0) {
+		errno = err;
+		return -1;
+	}
+	if (arg.walk_end != arg.end) {
+		errno = EOVERFLOW;	/* more regions than reg[] holds */
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		size_t bytes = reg[i].end - reg[i].start;
+
+		if (!(reg[i].categories & PAGE_IS_PRESENT))
+			continue;
+		s->present += bytes;
+		if (reg[i].categories & PAGE_IS_HUGE)
+			s->huge += bytes;
+		if (reg[i].categories & PAGE_IS_PFNZERO)
+			s->zero += bytes;
+	}
+	return 0;
+}
+
+/* How a range is mapped, from pt_scan(). */
+enum pt_map {
+	PT_MAP_ERROR,		/* PAGEMAP_SCAN failed */
+	PT_MAP_NONE,		/* nothing present */
+	PT_MAP_PTE,		/* every page present, none by a huge PMD */
+	PT_MAP_PTE_PARTLY,	/* some pages present, none by a huge PMD */
+	PT_MAP_THP,		/* all of it by huge PMDs mapping THPs */
+	PT_MAP_HUGE_ZERO,	/* all of it by huge PMDs of the huge zero page */
+	PT_MAP_MIXED,		/* anything else */
+};
+
+static const char *const pt_map_names[] = {
+	[PT_MAP_ERROR] = "unknown (PAGEMAP_SCAN failed)",
+	[PT_MAP_NONE] = "not mapped",
+	[PT_MAP_PTE] = "mapped by PTEs",
+	[PT_MAP_PTE_PARTLY] = "partly mapped by PTEs",
+	[PT_MAP_THP] = "a THP mapped by a huge PMD",
+	[PT_MAP_HUGE_ZERO] = "the huge zero page mapped by a huge PMD",
+	[PT_MAP_MIXED] = "partly mapped by a huge PMD",
+};
+
+static inline enum pt_map pt_map_of(void *addr, size_t len)
+{
+	struct pt_scan s;
+
+	if (pt_scan(addr, len, &s))
+		return PT_MAP_ERROR;
+	if (!s.present)
+		return PT_MAP_NONE;
+	if (!s.huge)
+		return s.present == len ? PT_MAP_PTE : PT_MAP_PTE_PARTLY;
+	if (s.huge == len && !s.zero)
+		return PT_MAP_THP;
+	if (s.huge == len && s.zero == len)
+		return PT_MAP_HUGE_ZERO;
+	return PT_MAP_MIXED;
+}
+
+/* pt_map_names[m], with the reason when PAGEMAP_SCAN itself failed. */
+static inline const char *pt_map_name(enum pt_map m)
+{
+	static __thread char why[80];
+
+	if (m != PT_MAP_ERROR)
+		return pt_map_names[m];
+	snprintf(why, sizeof(why), "unknown (PAGEMAP_SCAN: %s)", strerror(errno));
+	return why;
 }
 
 /* Is any page of [addr, addr + len) resident? (false once zapped) */
@@ -232,6 +356,47 @@ static inline bool pt_all_zero(const char *p, size_t len)
 }
 
 /*
+ * Prove at the page-table level that nothing maps [addr, addr + len) any
+ * more (after a move or an unmap). mincore() fails with ENOMEM from its
+ * VMA lookup before it reads a page table, so it only proves the VMA is
+ * gone; here a new anonymous mapping is placed exactly there
+ * (MAP_FIXED_NOREPLACE: refused while any VMA is left) and, before any
+ * access, must have nothing present (PAGEMAP_SCAN reads the PMD and PTE
+ * entries under the new VMA), then read zeros. A PMD entry or PTE table
+ * left behind shows there as present, with the old data. The mapping is
+ * removed again. Returns NULL, or what was found.
+ */
+static inline const char *pt_range_left_empty(void *addr, size_t len)
+{
+	static __thread char why[160];
+	struct pt_scan s;
+	char *p;
+
+	p = mmap(addr, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+		 -1, 0);
+	if (p == MAP_FAILED) {
+		snprintf(why, sizeof(why), "a new mapping at %p: %s", addr,
+			 strerror(errno));
+		return why;
+	}
+	why[0] = 0;
+	if (p != addr)
+		snprintf(why, sizeof(why), "a new mapping asked at %p landed at %p",
+			 addr, p);
+	else if (pt_scan(p, len, &s))
+		snprintf(why, sizeof(why), "PAGEMAP_SCAN at %p: %s", p, strerror(errno));
+	else if (s.present)
+		snprintf(why, sizeof(why),
+			 "a new mapping at %p has %zu kB present before any access",
+			 p, s.present >> 10);
+	else if (!pt_all_zero(p, len))
+		snprintf(why, sizeof(why), "a new mapping at %p reads old data", p);
+	munmap(p, len);
+	return why[0] ? why : NULL;
+}
+
+/*
  * Prove THP is in use before testing anything: a 2 MiB-aligned
  * MADV_HUGEPAGE chunk, written once, must be a THP in kpageflags, count in
  * AnonHugePages of smaps, and move thp_fault_alloc. Returns NULL or why not.
@@ -295,6 +460,7 @@ struct pt_check {
 struct pt_report {
 	struct pt_check check[PT_MAX_CHECKS];
 	int nr;
+	char note[200];		/* printed with the results, if set */
 };
 
 static inline struct pt_report *pt_report_new(const char *const *names)
@@ -325,6 +491,16 @@ static inline void pt_check(struct pt_report *r, int i, bool ok, const char *fmt
 		return;
 	va_start(ap, fmt);
 	vsnprintf(c->first, sizeof(c->first), fmt, ap);
+	va_end(ap);
+}
+
+/* A note the parent prints with the results (not a check). */
+static inline void pt_note(struct pt_report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->note, sizeof(r->note), fmt, ap);
 	va_end(ap);
 }
 
@@ -367,6 +543,8 @@ static inline void pt_run_case(const char *what, const char *const *names,
 		usleep(50 * 1000);
 	}
 
+	if (r->note[0])
+		ksft_print_msg("%s: %s\n", what, r->note);
 	for (i = 0; i < r->nr; i++) {
 		struct pt_check *c = &r->check[i];
 
@@ -406,7 +584,13 @@ static inline int pt_case_results(const char *const *names)
 /*
  * Background traffic: fault a THP in, walk it, check it and zap it, over
  * and over, until *stop; failures go to check number check of the report.
+ * The first write is the THP fault, which runs under the VMA's own lock
+ * when it can (lock_vma_under_rcu()); the walk and the zap (madvise())
+ * take mmap_lock for read. pt_traffic_faults counts the faults done, so a
+ * caller can tell how many completed while it held mmap_lock for write.
  */
+static long pt_traffic_faults;
+
 struct pt_traffic {
 	pthread_t tid;
 	char *chunk;
@@ -425,6 +609,8 @@ static inline void *pt_traffic(void *arg)
 		uint64_t seed = ((uint64_t)t->id << 40) | n++;
 		long bad;
 
+		__atomic_store_n(t->chunk, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&pt_traffic_faults, 1, __ATOMIC_RELAXED);
 		pt_fill(t->chunk, pmdsize, seed);
 		madvise(t->chunk, pmdsize, MADV_POPULATE_READ);
 		bad = pt_verify(t->chunk, pmdsize, seed);
@@ -433,6 +619,23 @@ static inline void *pt_traffic(void *arg)
 		madvise(t->chunk, pmdsize, MADV_DONTNEED);
 	}
 	return NULL;
+}
+
+/* Traffic faults completed so far. */
+static inline long pt_traffic_done(void)
+{
+	return __atomic_load_n(&pt_traffic_faults, __ATOMIC_RELAXED);
+}
+
+/*
+ * Make [addr, addr + len) VMAs of their own that no neighbour merges with
+ * (VM_DONTDUMP differs), so that an mremap() or a fork() working on the
+ * neighbours does not write-lock them: their faults then run under their
+ * own VMA lock while mmap_lock is held for write.
+ */
+static inline int pt_own_vmas(void *addr, size_t len)
+{
+	return madvise(addr, len, MADV_DONTDUMP);
 }
 
 /* Start nr traffic threads on the chunks chunk(i); NULL on failure. */

@@ -14,9 +14,11 @@
  * Catches: deposits or withdraws that race on a table's queue (lost or
  * doubled page tables: PageTables not back to baseline, list corruption),
  * faults that land in the wrong table or map the wrong page (data), THP
- * faults that fall back to small pages under contention (huge), counters
- * that lie (thp_fault_alloc), and a fault or zap that deposits or withdraws
- * a page table without counting it in the mm's pgtables_bytes (VmPTE).
+ * faults that fall back to small pages or split under contention (huge:
+ * PAGEMAP_SCAN must report each chunk mapped by one huge PMD), a zap that
+ * leaves an entry behind (gone), counters that lie (thp_fault_alloc), and
+ * a fault or zap that deposits or withdraws a page table without counting
+ * it in the mm's pgtables_bytes (VmPTE).
  */
 #define _GNU_SOURCE
 #include "pmd_ptlock.h"
@@ -39,8 +41,8 @@ static const struct layout layouts[] = {
 enum { C_DATA, C_HUGE, C_ZAPPED, C_COUNTER, C_VMPTE };
 static const char *const checks[] = {
 	[C_DATA] = "every chunk holds its own data",
-	[C_HUGE] = "every faulted chunk is a THP",
-	[C_ZAPPED] = "a zapped chunk is gone",
+	[C_HUGE] = "every faulted chunk is a THP mapped by a huge PMD",
+	[C_ZAPPED] = "a zapped chunk has nothing left mapped",
 	[C_COUNTER] = "thp_fault_alloc counts every THP fault",
 	[C_VMPTE] = "VmPTE counts the page table each THP deposits",
 	NULL
@@ -68,10 +70,14 @@ static void *worker(void *arg)
 		uint64_t seed = ((uint64_t)w->id << 32) | round;
 		long bad;
 
+		enum pt_map m;
+
 		pthread_barrier_wait(w->barrier);
 		pt_fill(p, pmdsize, seed);
-		pt_check(w->r, C_HUGE, pt_is_thp(p),
-			 "thread %d round %d: chunk %p not a THP", w->id, round, p);
+		m = pt_map_of(p, pmdsize);
+		pt_check(w->r, C_HUGE, m == PT_MAP_THP,
+			 "thread %d round %d: chunk %p is %s", w->id, round, p,
+			 pt_map_name(m));
 		for (k = 0; k < WALKS; k++) {
 			unsigned char vec[1];
 
@@ -83,14 +89,21 @@ static void *worker(void *arg)
 			 "thread %d round %d: word %ld of %p differs", w->id, round, bad, p);
 
 		if (w->layout->zap == ZAP_DONTNEED) {
+			/* mincore() reads the PMD: nothing resident once zapped. */
 			pt_check(w->r, C_ZAPPED, !madvise(p, pmdsize, MADV_DONTNEED) &&
 				 !pt_resident(p, pmdsize),
 				 "thread %d round %d: chunk resident after MADV_DONTNEED",
 				 w->id, round);
 		} else {
+			const char *left;
+
 			pt_check(w->r, C_ZAPPED, !munmap(p, pmdsize) &&
 				 pt_unmapped(p, pmdsize),
 				 "thread %d round %d: chunk mapped after munmap", w->id, round);
+			/* Gone from the page table too, not only the VMA. */
+			left = pt_range_left_empty(p, pmdsize);
+			pt_check(w->r, C_ZAPPED, !left, "thread %d round %d: after munmap, %s",
+				 w->id, round, left);
 			if (mmap(p, pmdsize, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED ||
 			    madvise(p, pmdsize, MADV_HUGEPAGE))
@@ -118,9 +131,10 @@ static void vmpte(struct worker *w, struct pt_report *r)
 		w[i].chunk[0] = 1;
 	faulted = pt_vmpte_kb();
 	for (i = 0; i < nr_threads; i++)
-		thp += pt_is_thp(w[i].chunk);
+		thp += pt_map_of(w[i].chunk, pmdsize) == PT_MAP_THP;
 	pt_check(r, C_HUGE, thp == nr_threads,
-		 "only %d of %d chunks faulted alone are THPs", thp, nr_threads);
+		 "only %d of %d chunks faulted alone are THPs mapped by a huge PMD",
+		 thp, nr_threads);
 	for (i = 0; i < nr_threads; i++)
 		madvise(w[i].chunk, pmdsize, MADV_DONTNEED);
 	zapped = pt_vmpte_kb();

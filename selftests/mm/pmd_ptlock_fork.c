@@ -1,23 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fork() of a process mapping THPs and huge zero pages, while its other
- * threads fault and zap THPs in the same and in another PMD table.
+ * threads fault THPs in the same and in another PMD table.
  *
  * copy_huge_pmd() takes the child's and the parent's PMD table locks
  * (nested), deposits a freshly allocated page table in the child's table
  * for every huge PMD it copies (THP or huge zero page), and write-protects
- * both sides so the first write copies. Each child checks every chunk is a
- * huge PMD holding the parent's data; then the parent writes its side and
- * the child checks none of it shows, writes its own data into every chunk
- * and checks it; after the child is gone the parent checks its own data.
- * After every process is gone, PageTables in /proc/meminfo must be back
- * where it was.
+ * both sides so the first write copies. Each child checks, on its own page
+ * tables, that every chunk is mapped by a huge PMD holding the parent's
+ * data; then the parent writes its side and the child checks none of it
+ * shows, writes its own data into every chunk and checks it; after the
+ * child is gone the parent checks its own data. After every process is
+ * gone, PageTables in /proc/meminfo must be back where it was.
+ *
+ * What overlaps a fork: dup_mmap() holds the parent's mmap_lock for write
+ * and write-locks each VMA just before copying it, so nothing of the
+ * parent that needs mmap_lock (the traffic's MADV_POPULATE_READ and
+ * MADV_DONTNEED, khugepaged, another process's GUP or process_vm_readv())
+ * runs during the copy, and no fault can run in a VMA already copied. A
+ * THP fault in a VMA dup_mmap() has not reached yet does run, under that
+ * VMA's own lock: the traffic chunks sit in VMAs of their own
+ * (pt_own_vmas()) above the forked ones, in the same PMD table (and in
+ * another), so their faults take the very PMD table lock copy_huge_pmd()
+ * takes as the source lock and deposit into that table's queue while it
+ * copies. How many completed while fork() ran is printed. (Rmap walkers,
+ * reclaim or migration, can also reach the parent's PMDs without
+ * mmap_lock; nothing here drives them.)
  *
  * Catches: a copy that skips the deposit or deposits in the wrong table
  * (the child's zap withdraws from an empty queue, or a page table leaks),
- * a copy that is not write-protected (one side's write shows in the
- * other), a child that sees the wrong page, and races between the copy and
- * concurrent faults or zaps (lost data, corrupted queues).
+ * a copy that falls back to PTEs (PAGEMAP_SCAN in the child), a copy that
+ * is not write-protected (one side's write shows in the other), a child
+ * that sees the wrong page, and a copy racing the faults that deposit
+ * into the parent's table (lost data, corrupted queues).
  */
 #define _GNU_SOURCE
 #include "pmd_ptlock.h"
@@ -28,18 +43,19 @@ struct variant {
 };
 
 static const struct variant variants[] = {
-	{ "fork under traffic in the same PMD table", false },
-	{ "fork under traffic in the same and another PMD table", true },
+	{ "fork with THP faults in later VMAs of the same PMD table", false },
+	{ "fork with THP faults in later VMAs of the same and another PMD table", true },
 };
 
 enum { C_PARENT_HUGE, C_CHILD_SEES, C_CHILD_HUGE, C_COW, C_PARENT_KEEPS, C_TRAFFIC };
 static const char *const checks[] = {
-	[C_PARENT_HUGE] = "parent maps THPs and huge zero pages before fork",
+	[C_PARENT_HUGE] = "parent maps THPs and huge zero pages by huge PMDs before fork",
 	[C_CHILD_SEES] = "child sees the parent's data and zeroes",
-	[C_CHILD_HUGE] = "child's copies are huge PMDs",
+	[C_CHILD_HUGE] = "child's copies are mapped by huge PMDs in its own page tables",
 	[C_COW] = "writes after fork stay on their own side (COW)",
 	[C_PARENT_KEEPS] = "parent's data survives every child",
-	[C_TRAFFIC] = "concurrent faults and zaps see their data",
+	[C_TRAFFIC] =
+		"traffic in later VMAs (its faults can overlap the copy, its zaps cannot) sees its data",
 	NULL
 };
 
@@ -53,7 +69,11 @@ struct traffic_layout {
 	bool other_table;
 };
 
-/* Traffic chunk i: past the forked chunks, in another table for odd i if asked. */
+/*
+ * Traffic chunk i: past the forked chunks, in VMAs of their own (above
+ * them: dup_mmap() copies VMAs in address order), in another table for
+ * odd i if asked.
+ */
 static char *traffic_chunk(int i, void *arg)
 {
 	struct traffic_layout *l = arg;
@@ -86,10 +106,11 @@ static int child_side(char *base, struct pt_report *r, int round, int to_parent,
 	for (i = 0; i < NR_CHUNKS; i++) {
 		char *c = base + i * pmdsize;
 		bool zero = i % 2;
+		/* This process's own page tables: the copy, not the parent's. */
+		enum pt_map m = pt_map_of(c, pmdsize);
 
-		pt_check(r, C_CHILD_HUGE, zero ? pt_is_huge_zero(c) : pt_is_thp(c),
-			 "round %d: the copy of chunk %d is not a huge %s", round, i,
-			 zero ? "zero page" : "THP");
+		pt_check(r, C_CHILD_HUGE, m == (zero ? PT_MAP_HUGE_ZERO : PT_MAP_THP),
+			 "round %d: the copy of chunk %d is %s", round, i, pt_map_name(m));
 		pt_check(r, C_CHILD_SEES, zero ? pt_all_zero(c, pmdsize) :
 			 pt_verify(c, pmdsize, parent_seed(i, round - 1)) < 0,
 			 "round %d: the copy of chunk %d differs from the parent's", round, i);
@@ -120,6 +141,7 @@ static void parent_fill(char *base, struct pt_report *r, int round)
 
 	for (i = 0; i < NR_CHUNKS; i += 2) {
 		char *c = base + i * pmdsize;
+		enum pt_map m;
 
 		if (munmap(c, pmdsize) ||
 		    mmap(c, pmdsize, PROT_READ | PROT_WRITE,
@@ -128,8 +150,9 @@ static void parent_fill(char *base, struct pt_report *r, int round)
 			pt_check(r, C_PARENT_HUGE, false, "round %d: remap chunk %d: %s",
 				 round, i, strerror(errno));
 		pt_fill(c, pmdsize, parent_seed(i, round));
-		pt_check(r, C_PARENT_HUGE, pt_is_thp(c), "round %d: chunk %d is not a THP",
-			 round, i);
+		m = pt_map_of(c, pmdsize);
+		pt_check(r, C_PARENT_HUGE, m == PT_MAP_THP, "round %d: chunk %d is %s",
+			 round, i, pt_map_name(m));
 	}
 }
 
@@ -139,19 +162,26 @@ static int fork_case(void *arg, struct pt_report *r)
 	struct traffic_layout layout;
 	struct pt_traffic *t;
 	int i, round, status;
+	long during = 0;
 	int stop = 0;
 	char *base;
 
 	base = pt_map_aligned(2 * PT_GIB, PT_GIB, true);
 	if (!base)
 		return 2;
+	if (pt_own_vmas(base + TRAFFIC_SLOT * pmdsize, PT_GIB - TRAFFIC_SLOT * pmdsize) ||
+	    pt_own_vmas(base + PT_GIB + TRAFFIC_SLOT * pmdsize,
+			PT_GIB - TRAFFIC_SLOT * pmdsize))
+		return 2;
 	parent_fill(base, r, -1);
 	for (i = 1; i < NR_CHUNKS; i += 2) {
 		char *c = base + i * pmdsize;
-
 		/* A read fault maps the huge zero page. */
-		pt_check(r, C_PARENT_HUGE, pt_all_zero(c, pmdsize) && pt_is_huge_zero(c),
-			 "chunk %d is not the huge zero page", i);
+		bool zero = pt_all_zero(c, pmdsize);
+		enum pt_map m = pt_map_of(c, pmdsize);
+
+		pt_check(r, C_PARENT_HUGE, zero && m == PT_MAP_HUGE_ZERO,
+			 "chunk %d is %s%s", i, pt_map_name(m), zero ? "" : ", not zeroes");
 	}
 	layout.base = base;
 	layout.other_table = v->traffic_other_table;
@@ -162,15 +192,18 @@ static int fork_case(void *arg, struct pt_report *r)
 	for (round = 0; round < rounds; round++) {
 		int to_child[2], to_parent[2];
 		char token = 'p';
+		long done;
 		pid_t pid;
 
 		if (pipe(to_child) || pipe(to_parent))
 			return 2;
+		done = pt_traffic_done();
 		pid = fork();
 		if (pid < 0)
 			return 2;
 		if (!pid)
 			_exit(child_side(base, r, round, to_parent[1], to_child[0]));
+		during += pt_traffic_done() - done;
 		/* Once the child has checked its copies, write to the parent's side. */
 		if (read(to_parent[0], &token, 1) == 1) {
 			for (i = 0; i < NR_CHUNKS; i += 2)
@@ -199,6 +232,7 @@ static int fork_case(void *arg, struct pt_report *r)
 	}
 
 	pt_traffic_stop(t, nr_threads, &stop);
+	pt_note(r, "%ld traffic THP faults completed while fork() ran", during);
 	munmap(base, 2 * PT_GIB);
 	return 0;
 }

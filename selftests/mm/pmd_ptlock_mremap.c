@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mremap() of THP-backed and PMD-aligned ranges across PMD tables, under
- * fault and zap traffic in both tables.
+ * mremap() of THP-backed and PMD-aligned ranges across PMD tables, while
+ * other threads fault THPs in both tables.
  *
  * Moving a THP to another 1 GiB region makes move_huge_pmd() take the old
  * and the new PMD table's locks together and, because they differ, move the
@@ -12,11 +12,22 @@
  * Upstream's mremap_test moves shmem (no THP), so none of this is covered
  * there.
  *
- * Catches: a move that copies or splits instead of moving (PFN or THP
- * changes), loses data, leaves the old range mapped, or leaves the deposit
- * in the old table (the zap of the new range then withdraws from an empty
- * queue: a crash, or PageTables not back to baseline), and lock ordering or
- * missing locking against concurrent faults and zaps in either table.
+ * What overlaps a move: mremap() holds mmap_lock for write and write-locks
+ * the moved VMA and the neighbours it splits or merges, so the traffic
+ * threads' madvise() calls (MADV_POPULATE_READ, MADV_DONTNEED: mmap_lock
+ * for read) only run between moves. Their THP faults, in VMAs of their own
+ * (pt_own_vmas()) in the same two PMD tables, run under their own VMA lock
+ * and so really do run during the moves, taking the same PMD table locks
+ * and depositing into the same queues as move_huge_pmd(); the count of
+ * those that completed while mremap() ran is printed.
+ *
+ * Catches: a move that copies or splits instead of moving (PFN changes,
+ * or PAGEMAP_SCAN no longer reports one huge PMD per THP), loses data,
+ * leaves a PMD entry or PTE table behind at the old address (a new mapping
+ * there finds pages present, or old data), or leaves the deposit in the
+ * old table (the zap of the new range then withdraws from an empty queue:
+ * a crash, or PageTables not back to baseline), and missing locking
+ * against faults depositing into either table meanwhile.
  */
 #define _GNU_SOURCE
 #include "pmd_ptlock.h"
@@ -38,9 +49,11 @@ static const struct move moves[] = {
 enum { C_DATA, C_MOVED, C_OLD_GONE, C_TRAFFIC };
 static const char *const checks[] = {
 	[C_DATA] = "moved data intact",
-	[C_MOVED] = "moved, not copied or split (same PFNs, still THP)",
-	[C_OLD_GONE] = "old range unmapped",
-	[C_TRAFFIC] = "concurrent faults and zaps in both tables see their data",
+	[C_MOVED] = "moved, not copied or split (same PFNs, same huge PMD or PTE mapping)",
+	[C_OLD_GONE] =
+		"old range left empty (a new mapping there has nothing present, reads zeros)",
+	[C_TRAFFIC] =
+		"traffic in other VMAs of both tables (its faults can overlap a move, its zaps cannot) sees its data",
 	NULL
 };
 
@@ -61,14 +74,23 @@ static char *traffic_chunk(int i, void *base)
 	return (char *)base + (i % 2) * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
 }
 
+/* How chunk c must be mapped: by a huge PMD (THP) or by PTEs (small). */
+static bool mapped_as_moved(const struct move *m, char *c, enum pt_map *got)
+{
+	*got = pt_map_of(c, pmdsize);
+	return *got == (m->kind == MOVE_SMALL ? PT_MAP_PTE : PT_MAP_THP);
+}
+
 static int move_case(void *arg, struct pt_report *r)
 {
 	const struct move *m = arg;
 	size_t len = NR_CHUNKS * pmdsize;
 	unsigned long pfn[NR_CHUNKS];
+	long during = 0;
 	int stop = 0;
 	struct pt_traffic *t;
 	char *base, *a, *b;
+	enum pt_map got;
 	int i, round;
 
 	/* Region A and, 1 GiB on, region B: one PMD table each. */
@@ -80,6 +102,11 @@ static int move_case(void *arg, struct pt_report *r)
 	/* The moved range leaves holes; keep it a VMA of its own kind. */
 	if (m->kind == MOVE_SMALL && madvise(a, len, MADV_NOHUGEPAGE))
 		return 2;
+	/* Traffic in VMAs that no move splits, merges or write-locks. */
+	if (pt_own_vmas(base + TRAFFIC_SLOT * pmdsize, PT_GIB - TRAFFIC_SLOT * pmdsize) ||
+	    pt_own_vmas(base + PT_GIB + TRAFFIC_SLOT * pmdsize,
+			PT_GIB - TRAFFIC_SLOT * pmdsize))
+		return 2;
 
 	t = pt_traffic_start(nr_threads, traffic_chunk, base, C_TRAFFIC, r, &stop);
 	if (!t)
@@ -88,33 +115,42 @@ static int move_case(void *arg, struct pt_report *r)
 	pt_fill(a, len, 0xa5);
 	for (round = 0; round < rounds; round++) {
 		char *from = round % 2 ? b : a, *to = round % 2 ? a : b;
-		long bad;
+		const char *left;
+		long bad, done;
 
 		for (i = 0; i < NR_CHUNKS; i++) {
+			bool ok = mapped_as_moved(m, from + i * pmdsize, &got);
+
 			pfn[i] = pt_pfn(from + i * pmdsize);
-			if (m->kind == MOVE_THP)
-				pt_check(r, C_MOVED, pt_is_thp(from + i * pmdsize),
-					 "round %d: source chunk %d is not a THP", round, i);
+			pt_check(r, C_MOVED, ok,
+				 "round %d: before the move, source chunk %d is %s", round,
+				 i, pt_map_name(got));
 		}
+		done = pt_traffic_done();
 		if (mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to) {
 			pt_check(r, C_MOVED, false, "round %d: mremap: %s", round,
 				 strerror(errno));
 			break;
 		}
+		during += pt_traffic_done() - done;
 		bad = pt_verify(to, len, 0xa5);
 		pt_check(r, C_DATA, bad < 0, "round %d: word %ld differs after the move",
 			 round, bad);
 		for (i = 0; i < NR_CHUNKS; i++) {
 			char *c = to + i * pmdsize;
+			/* A split or copy fallback fails here. */
+			bool ok = mapped_as_moved(m, c, &got);
+			unsigned long now = pt_pfn(c);
 
-			pt_check(r, C_MOVED, pt_pfn(c) == pfn[i] &&
-				 (m->kind == MOVE_SMALL ? !pt_is_thp(c) : pt_is_thp(c)),
-				 "round %d: chunk %d pfn %lx -> %lx, thp %d", round, i,
-				 pfn[i], pt_pfn(c), pt_is_thp(c));
+			pt_check(r, C_MOVED, ok && now == pfn[i],
+				 "round %d: moved chunk %d is %s, pfn %lx -> %lx", round, i,
+				 pt_map_name(got), pfn[i], now);
 		}
-		pt_check(r, C_OLD_GONE, pt_unmapped(from, len),
-			 "round %d: old range still mapped", round);
+		/* The old PMD entries are clear, not only the old VMA gone. */
+		left = pt_range_left_empty(from, len);
+		pt_check(r, C_OLD_GONE, !left, "round %d: %s", round, left);
 	}
+	pt_note(r, "%ld traffic THP faults completed while mremap() ran", during);
 
 	pt_traffic_stop(t, nr_threads, &stop);
 	/* Unmapping zaps the moved range: its deposit must be in its new table. */

@@ -4,6 +4,15 @@ import os
 import re
 
 HEADER_KEYS = ("mutant", "behaviour", "config", "reach", "killers", "equivalent")
+
+# The version of what turns a kernel into a verdict: the gate's rows (KTAP and
+# kselftest parsing, console scan, which skips fail), the guest's init and
+# this classifier. Stored results are keyed on it, not on the tools' source
+# bytes: bump it with any change that can turn a kernel's run into other
+# rows or another status, and only then are stored results measured again.
+# 3: lean kernels, kselftests from a host install, early stop after a fatal
+# report, skips of ours outside the configuration's rules fail.
+CLASSIFIER_VERSION = "3"
 STATUSES = ("killed", "survived", "invalid", "timeout", "equivalent")
 
 
@@ -53,6 +62,20 @@ def result_key(r):
     return (r["config"], r["kind"], r["suite"], r["name"])
 
 
+def _row_id(r):
+    return "\t".join((r["kind"], r["suite"], r["name"]))
+
+
+def slim_baseline(gate_json):
+    """What classifying needs of the unmodified tree's run: the verdict and
+    which rows passed, failed or skipped (one configuration, so the row's
+    kind, suite and name identify it)."""
+    rows = gate_json["results"]
+    return {"verdict": gate_json["verdict"],
+            **{k: sorted(_row_id(r) for r in rows if r["status"] == s)
+               for k, s in (("passed", "pass"), ("failed", "fail"), ("skipped", "skip"))}}
+
+
 def classify(data, baseline):
     """(status, killed_by) of a mutant's gate JSON against the unmodified
     tree's (same suite and configuration). A result that failed on the
@@ -63,18 +86,20 @@ def classify(data, baseline):
             reason = r["reason"]
             m = re.match(r"kernel build failed: (.*?)(?: \(log: .*\))?$", reason)
             return "invalid", (m.group(1) if m else reason)
-    base_fail = {result_key(r) for r in baseline["results"] if r["status"] == "fail"}
-    base_seen = {result_key(r) for r in baseline["results"]}
+    if "results" in baseline:
+        baseline = slim_baseline(baseline)
+    base_fail = set(baseline["failed"])
+    base_seen = base_fail | set(baseline["passed"]) | set(baseline["skipped"])
     killers, hung = [], False
     for r in data["results"]:
-        if r["status"] != "fail" or result_key(r) in base_fail:
+        if r["status"] != "fail" or _row_id(r) in base_fail:
             continue
         if "hung" in r["reason"] and r["suite"] == "(guest)":
             hung = True
         what = f"{r['suite']}.{r['name']}" if r["kind"] == "kunit" else f"{r['suite']}: {r['name']}"
         if r["kind"] == "console":
             what = f"{r['suite']}: {r['reason'][:80]}"
-        if result_key(r) not in base_seen and r["kind"] != "console" and r["suite"] != "(guest)":
+        if _row_id(r) not in base_seen and r["kind"] != "console" and r["suite"] != "(guest)":
             what += " (new)"
         killers.append(f"{r['kind']} {what}")
     # A case the unmodified tree passed that no longer reports at all (a crash

@@ -57,7 +57,7 @@ def _chain(*edits):
 
 
 # Our test programs, in the order run_vmtests.sh runs them.
-SELFTESTS = ["pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork"]
+SELFTESTS = ["pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork", "pmd_ptlock_paths"]
 
 
 def khugepaged_needs_fix(show):

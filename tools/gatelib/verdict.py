@@ -51,28 +51,30 @@ class Verdict:
         common.write_json(path, self.to_json())
 
     def table(self):
+        """The verdict table: one row a result, nothing cut. The test's name
+        comes last on its row and a reason on the line below it, so every
+        name and reason can be read whole, however long."""
         mark = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
-        rows = [(r["config"], r["kind"], r["suite"], r["name"], mark[r["status"]], r["reason"])
+        rows = [(r["config"], r["kind"], r["suite"], mark[r["status"]], r["name"], r["reason"])
                 for r in self.results]
-        head = ("CONFIG", "KIND", "SUITE", "TEST", "RESULT", "REASON")
-        widths = [max([len(head[i])] + [len(row[i]) for row in rows]) for i in range(5)]
-        widths = [min(w, 64) for w in widths]
-        out = []
+        head = ("CONFIG", "KIND", "SUITE", "RESULT", "TEST")
+        widths = [max([len(head[i])] + [len(row[i]) for row in rows]) for i in range(4)]
+        out = [f"pmd-ptlock gate: linux {self.tree}"]
 
         def fmt(row):
-            cells = [str(row[i])[:widths[i]].ljust(widths[i]) for i in range(5)]
-            return "  ".join(cells) + ("  " + row[5][:110] if row[5] else "")
+            return "  ".join([str(row[i]).ljust(widths[i]) for i in range(4)] + [row[4]])
 
-        out.append(f"pmd-ptlock gate: linux {self.tree}")
         for cfg, facts in self.info.items():
             if facts:
                 out.append(f"  {cfg}: " + ", ".join(f"{k}={v}" for k, v in facts.items()))
-        out.append(fmt(head).rstrip())
-        out.append("-" * min(160, sum(widths) + 2 * 5 + 6))
+        rule = "-" * min(120, sum(widths) + 2 * 4 + 40)
+        out += [fmt(head).rstrip(), rule]
         for row in rows:
             out.append(fmt(row).rstrip())
+            if row[5]:
+                out.append(" " * (sum(widths[:3]) + 6) + "  reason: " + row[5])
         c = self.counts()
-        out.append("-" * min(160, sum(widths) + 2 * 5 + 6))
+        out.append(rule)
         per_config = self.config_verdicts()
         if len(per_config) > 1:
             for cfg, (v, n) in per_config.items():
