@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import time
 import unittest
 
 from helpers import run_tool
@@ -77,14 +78,38 @@ class GateRefusesBadInput(unittest.TestCase):
         # Nothing of the refused tree is left in the cache.
         self.assertEqual(os.listdir(os.path.join(self.tmp, "cache", "src")), [])
 
+    def test_a_result_file_that_cannot_be_written_is_refused_before_any_work(self):
+        for tool in ("gate", "mutate"):
+            for bad in ("/proc/version/x.json", "/proc/no/such/dir.json", "/"):
+                with self.subTest(tool=tool, json=bad):
+                    t0 = time.monotonic()
+                    r = run_tool([tool, "--no-install", "--json", bad], timeout=60)
+                    self.assertEqual(r.returncode, 2)
+                    self.assertIn(bad, one_line(self, r))
+                    self.assertLess(time.monotonic() - t0, 20)
+
+    def test_a_missing_or_empty_series_dir_is_refused_before_any_work(self):
+        for bad in ("/nonexistent", self.tmp):
+            with self.subTest(patches=bad):
+                t0 = time.monotonic()
+                r = run_tool(["gate", "--no-install", "--patches", bad], timeout=60)
+                self.assertEqual(r.returncode, 2)
+                self.assertIn(bad, one_line(self, r))
+                self.assertLess(time.monotonic() - t0, 20)
+
+    def test_a_missing_tarball_is_refused_before_any_work(self):
+        r = run_tool(["gate", "--no-install", "--tarball", "/nonexistent.tar.xz"], timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent.tar.xz", one_line(self, r))
+
     def test_an_unwritable_cache_is_refused(self):
         r = run_tool(["gate", "--no-install", "--cache", "/etc/hostname/cache"])
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2)
         self.assertIn("not writable", one_line(self, r))
 
     def test_a_cache_inside_the_repo_is_refused(self):
         r = run_tool(["gate", "--no-install", "--cache", os.path.join(os.path.dirname(__file__), "x")])
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2)
         self.assertIn("inside the repo", one_line(self, r))
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("runuser"),

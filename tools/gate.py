@@ -13,6 +13,7 @@ verdict table and exits 0 only when all passed.
 """
 
 import argparse
+import glob
 import os
 import signal
 import sys
@@ -93,8 +94,14 @@ def parse_args(argv):
         if args.only == "kunit":
             ap.error("--suite upstream has no KUnit part")
         args.only, args.kselftests = "kselftest", UPSTREAM_CATEGORIES
-    if args.mutant and not os.path.isfile(args.mutant):
-        ap.error(f"--mutant {args.mutant}: no such file")
+    try:
+        args.cache = common.cache_dir(args.cache)
+    except GateError as e:
+        ap.error(str(e))
+    common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball)],
+                        dirs=[("--patches", args.patches)], outputs=[("--json", args.json)])
+    if not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
+        ap.error(f"--patches {args.patches}: no NNNN-*.patch files in it")
     if args.keep_mutant and not args.mutant:
         ap.error("--keep-mutant needs --mutant")
     return args

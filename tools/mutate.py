@@ -74,6 +74,14 @@ def parse_args(argv):
         ap.error("--merge takes only result files")
     if args.timeout < 5:
         ap.error("--timeout must be at least 5 seconds")
+    if not args.merge:
+        try:
+            args.cache = common.cache_dir(args.cache)
+        except GateError as e:
+            ap.error(str(e))
+    common.check_inputs(ap, args, files=[("mutant", f) for f in args.files] +
+                        [("--merge", f) for f in args.merge or []],
+                        outputs=[("--json", args.json), ("--markdown", args.markdown)])
     return args
 
 

@@ -171,6 +171,46 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def output_file_problem(path):
+    """Why path cannot be written as a result file, or None. Checked before
+    any work by making its folder and opening it for appending (a file that
+    was not there is removed again), so a bad --json fails in a line, not
+    after an hour's run."""
+    if os.path.isdir(path):
+        return "it is a directory"
+    existed = os.path.exists(path)
+    above = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        return f"{above} is not a directory"
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    if not existed:
+        os.unlink(path)
+    return None
+
+
+def check_inputs(ap, args, files=(), dirs=(), outputs=()):
+    """Bad input is one line and exit 2 before the cache lock or any work:
+    each (flag, path) in files must be a file, in dirs a directory, in
+    outputs writable."""
+    for flag, path in files:
+        if path is not None and not os.path.isfile(path):
+            ap.error(f"{flag} {path}: no such file")
+    for flag, path in dirs:
+        if path is not None and not os.path.isdir(path):
+            ap.error(f"{flag} {path}: no such directory")
+    for flag, path in outputs:
+        why = path is not None and output_file_problem(path)
+        if why:
+            ap.error(f"{flag} {path}: cannot write it ({why})")
+
+
 def locked_cache(override, no_install):
     """Packages (as root), QEMU, the cache dir, and the cache's lock held for
     the run (a second run waits for the first). Returns (cache, lock file)."""
