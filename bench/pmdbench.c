@@ -4,20 +4,26 @@
  *
  * Not a test: it measures and prints one JSON line per run.
  *
- *   pmdbench -w fault -t T -b BYTES [-l same|spread] [-H on|off] [-r ROUNDS]
+ *   pmdbench -w fault -t T -b BYTES [-l same|spread] [-H on|off] [-r ROUNDS] [-W]
  *	T threads each fault their share of BYTES of anonymous memory (one
  *	write per 4 KiB page; with THP on that is one fault per 2 MiB), then
- *	unmap it, ROUNDS times: the seed series' thp_pthread workload.
- *   pmdbench -w populate|mincore|zero -t T [-l same|spread] [-n ITERS]
+ *	unmap it, ROUNDS times: the seed series' thp_pthread workload. -W
+ *	first runs one untimed pass, so that the timed ones find the free
+ *	2 MiB blocks it leaves rather than pay for compaction.
+ *   pmdbench -w populate|mincore|zero -t T [-l same|spread] [-n ITERS | -d SECS]
  *	PMD-lock-bound walks: each thread owns one THP and walks it ITERS
- *	times with MADV_POPULATE_READ or mincore(), or read-faults the huge
- *	zero page and drops it (MADV_DONTNEED).
+ *	times (or until SECS seconds have passed) with MADV_POPULATE_READ or
+ *	mincore(), or read-faults the huge zero page and drops it
+ *	(MADV_DONTNEED).
  *   pmdbench -w clear -b BYTES [-r ROUNDS]
  *	The zeroing bound: memset() of 2 MiB blocks over a BYTES working set.
  *
  * Layout: "same" puts every thread's 2 MiB chunks in the same 1 GiB-aligned
  * regions (threads share PMD tables, hence PMD locks); "spread" gives each
  * thread its own 1 GiB-aligned regions (a PMD table, and lock, per thread).
+ * For the walks, "same" keeps each thread's PMD entry on its own cache line
+ * (chunks 16 MiB apart, still one table): the threads then share the
+ * table's lock, not the entries' cache lines.
  * THP use is verified through /proc/vmstat's thp_fault_alloc.
  */
 #define _GNU_SOURCE
@@ -36,16 +42,27 @@
 #define MADV_POPULATE_READ 22
 #endif
 
+#ifndef fallthrough
+#define fallthrough __attribute__((__fallthrough__))
+#endif
+
 #define CHUNK	(2UL << 20)
 #define REGION	(1UL << 30)
+#define PMDS_PER_TABLE	(REGION / CHUNK)
+#define PMDS_PER_LINE	(64 / 8)
+#define MAX_THREADS	1024
 
 static const char *workload = "fault";
 static const char *layout = "same";
-static int nthreads = 1, rounds = 1, thp = 1;
+static int nthreads = 1, rounds = 1, thp = 1, warm;
 static unsigned long bytes = 64UL << 20, iters = 1000;
+static double duration;			/* walks: seconds, 0 = ITERS each */
 static char *base;
 static unsigned long chunks;		/* 2 MiB chunks in all */
+static unsigned long stride = 1;	/* chunks between neighbours in "same" */
 static pthread_barrier_t start;
+static int stop;			/* set when a timed walk is over */
+static unsigned long done[MAX_THREADS];	/* walk iterations per thread */
 
 static void die(const char *what)
 {
@@ -82,7 +99,7 @@ static char *chunk_addr(int t, unsigned long c)
 	unsigned long per_thread = chunks / nthreads;
 
 	if (!strcmp(layout, "same"))		/* interleaved: tables shared */
-		return base + (c * nthreads + t) * CHUNK;
+		return base + (c * nthreads + t) * stride * CHUNK;
 	/* spread: thread t owns whole 1 GiB regions */
 	return base + t * ((per_thread * CHUNK + REGION - 1) / REGION) * REGION + c * CHUNK;
 }
@@ -92,7 +109,7 @@ static size_t mapping_size(void)
 	unsigned long per_thread = chunks / nthreads;
 
 	if (!strcmp(layout, "same"))
-		return chunks * CHUNK;
+		return chunks * stride * CHUNK;
 	return nthreads * ((per_thread * CHUNK + REGION - 1) / REGION) * REGION;
 }
 
@@ -128,6 +145,14 @@ static void *fault_thread(void *arg)
 	return NULL;
 }
 
+/* Timed walks run until the main thread says stop, counted ones ITERS times. */
+static bool walk_more(unsigned long i)
+{
+	if (duration > 0)
+		return !__atomic_load_n(&stop, __ATOMIC_RELAXED);
+	return i < iters;
+}
+
 static void *walk_thread(void *arg)
 {
 	int t = (long)arg;
@@ -137,7 +162,7 @@ static void *walk_thread(void *arg)
 	volatile char sink;
 
 	pthread_barrier_wait(&start);
-	for (i = 0; i < iters; i++) {
+	for (i = 0; walk_more(i); i++) {
 		if (!strcmp(workload, "populate")) {
 			if (madvise(p, CHUNK, MADV_POPULATE_READ))
 				die("MADV_POPULATE_READ");
@@ -151,21 +176,32 @@ static void *walk_thread(void *arg)
 		}
 	}
 	(void)sink;
+	done[t] = i;		/* once, at the end: no shared line while walking */
 	return NULL;
 }
 
-static double run_threads(void *(*fn)(void *))
+static double run_threads(void *(*fn)(void *), double secs)
 {
-	pthread_t tid[1024];
+	pthread_t tid[MAX_THREADS];
+	struct timespec ts = {
+		.tv_sec = (time_t)secs,
+		.tv_nsec = (long)((secs - (time_t)secs) * 1e9),
+	};
 	double t0, t1;
 	long t;
 
+	__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
 	pthread_barrier_init(&start, NULL, nthreads + 1);
 	for (t = 0; t < nthreads; t++)
 		if (pthread_create(&tid[t], NULL, fn, (void *)t))
 			die("pthread_create");
 	t0 = now();
 	pthread_barrier_wait(&start);
+	if (secs > 0) {
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	}
 	for (t = 0; t < nthreads; t++)
 		pthread_join(tid[t], NULL);
 	t1 = now();
@@ -198,8 +234,9 @@ static long minflt(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pmdbench -w fault|populate|mincore|zero|clear [-t THREADS] [-b BYTES[k|m|g]]\n"
-		"                [-l same|spread] [-H on|off] [-r ROUNDS] [-n ITERS]\n");
+	fprintf(stderr,
+		"usage: pmdbench -w fault|populate|mincore|zero|clear [-t THREADS] [-b BYTES[k|m|g]]\n"
+		"                [-l same|spread] [-H on|off] [-r ROUNDS] [-W] [-n ITERS | -d SECS]\n");
 	exit(2);
 }
 
@@ -209,9 +246,17 @@ static unsigned long parse_size(const char *s)
 	unsigned long v = strtoul(s, &end, 0);
 
 	switch (*end) {
-	case 'g': case 'G': v <<= 10; /* fallthrough */
-	case 'm': case 'M': v <<= 10; /* fallthrough */
-	case 'k': case 'K': v <<= 10;
+	case 'g':
+	case 'G':
+		v <<= 10;
+		fallthrough;
+	case 'm':
+	case 'M':
+		v <<= 10;
+		fallthrough;
+	case 'k':
+	case 'K':
+		v <<= 10;
 	}
 	return v;
 }
@@ -222,19 +267,40 @@ int main(int argc, char **argv)
 	long faults, thp0, thp_got = 0, ops;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "w:t:b:l:H:r:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "w:t:b:l:H:r:n:d:W")) != -1) {
 		switch (opt) {
-		case 'w': workload = optarg; break;
-		case 't': nthreads = atoi(optarg); break;
-		case 'b': bytes = parse_size(optarg); break;
-		case 'l': layout = optarg; break;
-		case 'H': thp = !strcmp(optarg, "on"); break;
-		case 'r': rounds = atoi(optarg); break;
-		case 'n': iters = strtoul(optarg, NULL, 0); break;
-		default: usage();
+		case 'w':
+			workload = optarg;
+			break;
+		case 't':
+			nthreads = atoi(optarg);
+			break;
+		case 'b':
+			bytes = parse_size(optarg);
+			break;
+		case 'l':
+			layout = optarg;
+			break;
+		case 'H':
+			thp = !strcmp(optarg, "on");
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		case 'n':
+			iters = strtoul(optarg, NULL, 0);
+			break;
+		case 'd':
+			duration = strtod(optarg, NULL);
+			break;
+		case 'W':
+			warm = 1;
+			break;
+		default:
+			usage();
 		}
 	}
-	if (nthreads < 1 || nthreads > 1024 || rounds < 1 ||
+	if (nthreads < 1 || nthreads > MAX_THREADS || rounds < 1 || duration < 0 ||
 	    (strcmp(layout, "same") && strcmp(layout, "spread")))
 		usage();
 
@@ -265,13 +331,18 @@ int main(int argc, char **argv)
 		chunks = bytes / CHUNK / nthreads * nthreads;
 		if (!chunks)
 			usage();
+		if (warm) {
+			map_all();
+			run_threads(fault_thread, 0);
+			munmap(base, mapping_size());
+		}
 		faults = minflt();
 		thp0 = vmstat("thp_fault_alloc");
 		for (r = 0; r < rounds; r++) {
 			double t0 = now();
 
 			map_all();
-			run_threads(fault_thread);
+			run_threads(fault_thread, 0);
 			munmap(base, mapping_size());
 			secs += now() - t0;
 		}
@@ -289,6 +360,12 @@ int main(int argc, char **argv)
 
 		chunks = nthreads;
 		thp = 1;
+		/* Own cache line per PMD entry while the table holds them all. */
+		stride = PMDS_PER_TABLE / nthreads;
+		if (stride > PMDS_PER_LINE)
+			stride = PMDS_PER_LINE;
+		if (!stride)
+			stride = 1;
 		map_all();
 		thp0 = vmstat("thp_fault_alloc");
 		if (strcmp(workload, "zero"))
@@ -301,17 +378,19 @@ int main(int argc, char **argv)
 			return 3;
 		}
 		faults = minflt();
-		secs = run_threads(walk_thread);
+		secs = run_threads(walk_thread, duration);
 		faults = minflt() - faults;
-		ops = (long)iters * nthreads;
+		for (ops = 0, t = 0; t < (unsigned long)nthreads; t++)
+			ops += done[t];
+		iters = ops / nthreads;		/* timed: the mean per thread */
 	}
 	printf("{\"workload\":\"%s\",\"threads\":%d,\"bytes\":%lu,\"layout\":\"%s\","
 	       "\"thp\":\"%s\",\"rounds\":%d,\"iters\":%lu,\"wall_s\":%.6f,\"faults\":%ld,"
 	       "\"faults_per_s\":%.1f,\"ops_per_s\":%.1f,\"bytes_per_s\":%.0f,"
-	       "\"thp_fault_alloc\":%ld}\n",
+	       "\"thp_fault_alloc\":%ld,\"duration_s\":%.3f}\n",
 	       workload, nthreads, chunks * CHUNK, layout, thp ? "on" : "off", rounds,
 	       strcmp(workload, "fault") ? iters : 0, secs, faults, faults / secs,
 	       ops / secs, strcmp(workload, "fault") ? 0 : (double)chunks * CHUNK * rounds / secs,
-	       thp_got);
+	       thp_got, duration);
 	return 0;
 }

@@ -12,11 +12,12 @@ from gatelib import common, deps  # noqa: E402
 
 MODULES = [
     "test_static", "test_console", "test_ktap", "test_verdict", "test_expect", "test_guest", "test_gate_input",
-    "test_series", "test_mutants", "test_gate_run", "test_mutate_run", "test_bench_run",
+    "test_series", "test_mutants", "test_stats", "test_bench_host", "test_gate_run", "test_mutate_run",
+    "test_bench_run",
 ]
 
-# What the tests need beyond the gate's packages: the static check of the Python.
-TEST_PACKAGES = ["pyflakes3"]
+# What the tests need beyond the gate's packages: the static checks of the Python.
+TEST_PACKAGES = ["pyflakes3", "mypy"]
 
 
 class Counting(unittest.TextTestResult):

@@ -1,13 +1,16 @@
 """tools/bench end to end on a tiny size (one round, two thread counts): it
 builds both kernels, runs the three cases and writes a well-formed table,
-JSON and plot. Not a timed test: no number is judged, only the output's
-shape; the real measurement is `tools/bench` (README)."""
+JSON and plots. Not a timed test: no number is judged, only the output's
+shape; the real measurement is `tools/bench` (README). One round is the
+warm-up alone, so every interval says 'too few rounds' (the statistics on
+more rounds are tests/test_bench_host.py's and tests/test_stats.py's)."""
 
 import json
 import os
 import shutil
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 from helpers import run_tool
 
@@ -31,7 +34,9 @@ class TheBenchmarkOnATinySize(unittest.TestCase):
             text = f.read()
         for want in ("A THP off", "B THP on, mm-wide PMD lock", "C THP on, split PMD locks",
                      "ratio B/C (mm-lock / split)", "seed: 1.47", "seed: 1.08", "zeroing bound",
-                     "thread sweep", "populate", "mincore", "zero"):
+                     "thread sweep", "populate", "mincore", "zero", "warm-up round",
+                     "1 round: the warm-up only, no statistics", "too few rounds (n=0, 6 needed)",
+                     "the seed's ratios beside this machine's"):
             self.assertIn(want, text)
 
     def test_the_json_holds_every_run_and_both_kernels_differ_in_the_symbol(self):
@@ -47,6 +52,10 @@ class TheBenchmarkOnATinySize(unittest.TestCase):
             # THP on really meant THPs (pmdbench refuses otherwise), THP off none.
             self.assertEqual(r["data"]["thp_fault_alloc"] > 0, r["case"] != "A", r)
         self.assertGreater(doc["summary"]["ratios"]["mm-lock/split"], 0)
+        bc = doc["summary"]["ratio_results"]["mm-lock/split"]
+        self.assertIsNotNone(bc["warmup"])          # round 1, reported apart
+        self.assertEqual(bc["interval"]["verdict"], "too few rounds")
+        self.assertEqual(len(doc["combined"]), 5)
 
     def test_the_plot_is_an_svg_with_three_lines(self):
         with open(os.path.join(self.out, "plot.svg")) as f:
@@ -54,10 +63,15 @@ class TheBenchmarkOnATinySize(unittest.TestCase):
         self.assertTrue(svg.startswith("<svg"))
         self.assertEqual(svg.count("<polyline"), 3)
 
+    def test_the_ratios_plot_is_a_well_formed_svg(self):
+        root = ET.parse(os.path.join(self.out, "ratios.svg")).getroot()
+        self.assertTrue(root.tag.endswith("svg"))
+
 
 class BenchRefuses(unittest.TestCase):
     def test_bad_input_gets_one_line_and_exit_2(self):
-        for args in (["--size", "1m"], ["--sweep", "x"], ["--rounds", "0"], ["--nosuch"]):
+        for args in (["--size", "1m"], ["--sweep", "x"], ["--rounds", "0"], ["--nosuch"],
+                     ["--walk-s", "0.1"], ["--sweep", "1,4", "--size", "4m"]):
             r = run_tool(["bench", *args])
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)

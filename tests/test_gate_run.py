@@ -10,7 +10,8 @@ import tempfile
 import unittest
 
 from helpers import run_tool
-from gatelib import common, tree
+from gatelib.cache import Cache
+from gatelib import tree
 import gate
 
 SUITES = {"pmd_ptlock_lockptr", "pmd_ptlock_deposit", "pmd_ptlock_ctor", "pmd_ptlock_ctor_fail"}
@@ -70,7 +71,7 @@ class TheGateOnTheRealTree(unittest.TestCase):
                 cls.data["tree"] = d["tree"]
                 cls.data["results"] += d["results"]
                 cls.data["configs"].update(d["configs"])
-        cls.version = tree.prepare(common.cache_dir(), tree.find_tarball())[1]
+        cls.version = tree.prepare(Cache(), tree.find_tarball()).version
 
     def rows(self, cfg, kind):
         return [x for x in self.data["results"] if x["config"] == cfg and x["kind"] == kind]

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from helpers import REPO, fixture
-from gatelib import guest, kunitrun
+from gatelib import kbuild, ktap
 import gate
 
 
@@ -20,7 +20,7 @@ def by_prog(rows):
 
 class KselftestOfAPassingGuest(unittest.TestCase):
     def setUp(self):
-        self.rows = guest.parse_kselftest(fixture("kselftest-pass.log"))
+        self.rows = ktap.kselftest_rows(fixture("kselftest-pass.log"))
         self.progs = by_prog(self.rows)
 
     def test_each_of_our_programs_passes(self):
@@ -40,7 +40,7 @@ class KselftestOfASkippingGuest(unittest.TestCase):
     """THP set to never in the guest: every program must skip, with its reason."""
 
     def setUp(self):
-        self.progs = by_prog(guest.parse_kselftest(fixture("kselftest-skip.log")))
+        self.progs = by_prog(ktap.kselftest_rows(fixture("kselftest-skip.log")))
 
     def test_each_program_is_a_skip_not_a_pass(self):
         for p in ("pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork"):
@@ -56,7 +56,7 @@ class KselftestEdgeCases(unittest.TestCase):
     def test_a_program_that_hung_is_named_from_the_runners_announcement(self):
         text = self.HEAD + ("# # -----\n# # running ./pmd_ptlock_fork\n# # -----\n"
                             "# # TAP version 13\n# # 1..16\n# # # 8 traffic threads\n")
-        progs = by_prog(guest.parse_kselftest(text))
+        progs = by_prog(ktap.kselftest_rows(text))
         self.assertEqual(progs["pmd_ptlock_fork"]["(incomplete)"][0], "fail")
         self.assertEqual(progs["pmd_ptlock_fork"]["(program)"][0], "fail")
 
@@ -64,7 +64,7 @@ class KselftestEdgeCases(unittest.TestCase):
         text = self.HEAD + ("# # TAP version 13\n# # 1..3\n# # ok 1 first\n"
                             "# [FAIL]\n# not ok 1 pmd_ptlock_fault # exit=139\n# 1..1\n"
                             "not ok 1 selftests: mm: run_vmtests.sh # exit=1\n")
-        progs = by_prog(guest.parse_kselftest(text))
+        progs = by_prog(ktap.kselftest_rows(text))
         self.assertEqual(progs["pmd_ptlock_fault"]["first"][0], "pass")
         self.assertEqual(progs["pmd_ptlock_fault"]["(incomplete)"][0], "fail")
         self.assertEqual(progs["pmd_ptlock_fault"]["(program)"][0], "fail")
@@ -73,14 +73,14 @@ class KselftestEdgeCases(unittest.TestCase):
         text = self.HEAD + ("# # TAP version 13\n# # 1..1\n# # ok 1 first\n"
                             "# ok 1 pmd_ptlock_fault\n"
                             "#\nnot ok 1 selftests: mm: run_vmtests.sh # TIMEOUT 180 seconds\n")
-        rows = guest.parse_kselftest(text)
+        rows = ktap.kselftest_rows(text)
         self.assertIn("fail", [r[2] for r in rows])
         self.assertTrue(any("TIMEOUT" in r[3] for r in rows), rows)
 
     def test_an_xfail_is_a_pass_named_by_its_message(self):
         text = self.HEAD + ("# # TAP version 13\n# # 1..1\n# # ok 1 # XFAIL mremap - Overlapping\n"
                             "# ok 1 mremap_test\n# 1..1\nok 1 selftests: mm: run_vmtests.sh\n")
-        progs = by_prog(guest.parse_kselftest(text))
+        progs = by_prog(ktap.kselftest_rows(text))
         self.assertEqual(progs["mremap_test"]["mremap - Overlapping"][0], "pass")
 
     def test_a_program_run_with_arguments_is_matched_to_its_result_line(self):
@@ -90,7 +90,7 @@ class KselftestEdgeCases(unittest.TestCase):
                             "# # TAP version 13\n# # 1..1\n# # ok 1 Completed\n# # [PASS]\n"
                             "# ok 1 transhuge-stress -d 20\n# 1..1\n"
                             "ok 1 selftests: mm: run_vmtests.sh\n")
-        rows = guest.parse_kselftest(text)
+        rows = ktap.kselftest_rows(text)
         self.assertEqual([(r[0], r[1], r[2]) for r in rows],
                          [("transhuge-stress -d 20", "Completed", "pass"),
                           ("transhuge-stress -d 20", "(program)", "pass")])
@@ -107,7 +107,7 @@ class KselftestEdgeCases(unittest.TestCase):
                             "# # ok 3 # SKIP MADV_PAGEOUT did not work, is swap enabled?\n"
                             "# not ok 1 cow # exit=1\n# 1..1\n"
                             "not ok 1 selftests: mm: run_vmtests.sh # exit=1\n")
-        cow = by_prog(guest.parse_kselftest(text))["cow"]
+        cow = by_prog(ktap.kselftest_rows(text))["cow"]
         self.assertEqual(cow["Basic COW after fork() ... with base page: "
                              "No leak from parent into child"][0], "pass")
         self.assertEqual(cow["Basic COW after fork() ... with THP (2048 kB): "
@@ -116,7 +116,7 @@ class KselftestEdgeCases(unittest.TestCase):
                          ("skip", "MADV_PAGEOUT did not work, is swap enabled?"))
 
     def test_no_tap_at_all_is_one_failure(self):
-        rows = guest.parse_kselftest("make: *** No rule to make target 'run_tests'.\n")
+        rows = ktap.kselftest_rows("make: *** No rule to make target 'run_tests'.\n")
         self.assertEqual([(r[1], r[2]) for r in rows], [("TAP output", "fail")])
 
 
@@ -128,7 +128,7 @@ class ConfigFragments(unittest.TestCase):
                 f.write("CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_9P_FS=y\n# CONFIG_DEBUG_VM is not set\n")
             with open(cfg, "w") as f:
                 f.write("CONFIG_TRANSPARENT_HUGEPAGE=y\n# CONFIG_9P_FS is not set\nCONFIG_DEBUG_VM=y\n")
-            self.assertEqual(guest.missing_symbols(cfg, [frag]),
+            self.assertEqual(kbuild.missing_symbols(cfg, [frag]),
                              ["CONFIG_9P_FS=y (got n)", "CONFIG_DEBUG_VM=n (got y)"])
 
     def test_a_fragment_that_took_effect_reports_nothing(self):
@@ -138,7 +138,7 @@ class ConfigFragments(unittest.TestCase):
                 f.write("CONFIG_NR_CPUS=64\n")
             with open(cfg, "w") as f:
                 f.write("CONFIG_NR_CPUS=64\n")
-            self.assertEqual(guest.missing_symbols(cfg, [frag]), [])
+            self.assertEqual(kbuild.missing_symbols(cfg, [frag]), [])
 
     def test_a_later_fragment_overrides_an_earlier_one(self):
         # configs/rt.config turns off the THP configs/guest.config asks for.
@@ -150,8 +150,8 @@ class ConfigFragments(unittest.TestCase):
                 f.write("CONFIG_PREEMPT_RT=y\n# CONFIG_TRANSPARENT_HUGEPAGE is not set\n")
             with open(cfg, "w") as f:
                 f.write("CONFIG_PREEMPT_RT=y\nCONFIG_9P_FS=y\n")
-            self.assertEqual(guest.missing_symbols(cfg, [base, rt]), [])
-            self.assertEqual(guest.missing_symbols(cfg, [rt, base]),
+            self.assertEqual(kbuild.missing_symbols(cfg, [base, rt]), [])
+            self.assertEqual(kbuild.missing_symbols(cfg, [rt, base]),
                              ["CONFIG_TRANSPARENT_HUGEPAGE=y (got n)"])
 
 
@@ -159,7 +159,7 @@ class EveryConfigurationFragment(unittest.TestCase):
     """The matrix's fragments name the symbols that define each configuration."""
 
     def want(self, name):
-        return guest.wanted_symbols([os.path.join(REPO, "configs", "guest.config"),
+        return kbuild.wanted_symbols([os.path.join(REPO, "configs", "guest.config"),
                                      os.path.join(REPO, ".kunitconfig"),
                                      os.path.join(REPO, "configs", name + ".config")])
 
@@ -188,7 +188,7 @@ class ConfigFacts(unittest.TestCase):
             if bounds is not None:
                 with open(b, "w") as f:
                     f.write(bounds)
-            return kunitrun.config_facts(c, b)
+            return kbuild.config_facts(c, b)
 
     def test_alloc_split_ptlocks_follows_the_spinlock_size(self):
         on = self.facts("CONFIG_PROVE_LOCKING=y\n", "#define NR_PAGEFLAGS 23\n#define SPINLOCK_SIZE 64\n")

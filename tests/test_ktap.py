@@ -3,11 +3,11 @@
 import unittest
 
 from helpers import fixture
-from gatelib import ktap, kunitrun
+from gatelib import ktap
 
 
 def rows_by_name(text):
-    return {name: (suite, status, reason) for suite, name, status, reason in kunitrun.parse_rows(text)}
+    return {name: (suite, status, reason) for suite, name, status, reason in ktap.kunit_rows(text)}
 
 
 class KtapOfAPassingRun(unittest.TestCase):
@@ -54,7 +54,7 @@ class KtapOfACrashedRun(unittest.TestCase):
     """A real console of a kernel that BUG()ed in the middle of a suite."""
 
     def setUp(self):
-        self.rows = kunitrun.parse_rows(fixture("kunit-crash.log"))
+        self.rows = ktap.kunit_rows(fixture("kunit-crash.log"))
 
     def test_a_crash_is_never_a_pass(self):
         self.assertIn("fail", [r[2] for r in self.rows])
@@ -66,23 +66,23 @@ class KtapOfACrashedRun(unittest.TestCase):
 
 class KtapEdgeCases(unittest.TestCase):
     def test_a_console_without_ktap_is_one_failure(self):
-        rows = kunitrun.parse_rows("Linux version 6.12\nKernel panic - not syncing\n")
+        rows = ktap.kunit_rows("Linux version 6.12\nKernel panic - not syncing\n")
         self.assertEqual([(r[1], r[2]) for r in rows], [("KTAP output", "fail")])
 
     def test_an_empty_plan_means_nothing_ran_and_fails(self):
-        rows = kunitrun.parse_rows("KTAP version 1\n1..0\n")
+        rows = ktap.kunit_rows("KTAP version 1\n1..0\n")
         self.assertEqual([r[2] for r in rows], ["fail"])
 
     def test_a_skipped_case_is_a_skip_with_its_reason(self):
         text = ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: s\n    1..1\n"
                 "    ok 1 c # SKIP lock is embedded in this configuration\nok 1 s\n")
-        self.assertEqual(kunitrun.parse_rows(text),
+        self.assertEqual(ktap.kunit_rows(text),
                          [("s", "c", "skip", "lock is embedded in this configuration")])
 
     def test_a_skipped_parameterised_case_takes_its_params_reason(self):
         # Real: the rt kernel (no THP) skips the deposit suite; KUnit prints the
         # reason on each param of the parameterised case, not on the case.
-        rows = kunitrun.parse_rows(fixture("kunit-rt.log"))
+        rows = ktap.kunit_rows(fixture("kunit-rt.log"))
         deposit = [r for r in rows if r[0] == "pmd_ptlock_deposit"]
         self.assertEqual(len(deposit), 4)
         for r in deposit:
@@ -96,14 +96,14 @@ class KtapEdgeCases(unittest.TestCase):
         text = ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: s\n    1..2\n"
                 "    ok 1 a\n[   1.0] random: crng init done\nsome driver message\n"
                 "    ok 2 b\nok 1 s\n")
-        self.assertEqual([(r[1], r[2]) for r in kunitrun.parse_rows(text)],
+        self.assertEqual([(r[1], r[2]) for r in ktap.kunit_rows(text)],
                          [("a", "pass"), ("b", "pass")])
 
     def test_timestamps_and_a_console_prefix_are_stripped(self):
         text = ("[    0.5] KTAP version 1\n[    0.5] 1..1\n[    0.6]     KTAP version 1\n"
                 "[    0.6]     # Subtest: s\n[    0.6]     1..1\n[    0.7]     not ok 1 c\n"
                 "[    0.7] not ok 1 s\n")
-        self.assertEqual([(r[1], r[2]) for r in kunitrun.parse_rows(text)], [("c", "fail")])
+        self.assertEqual([(r[1], r[2]) for r in ktap.kunit_rows(text)], [("c", "fail")])
 
 
 if __name__ == "__main__":

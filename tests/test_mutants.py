@@ -12,6 +12,7 @@ import tempfile
 import unittest
 
 from helpers import REPO
+from gatelib.cache import Cache
 from gatelib import common, mutants, tree
 
 CATALOGUE = sorted(glob.glob(os.path.join(REPO, "mutants", "*.diff")))
@@ -74,7 +75,7 @@ class TheCatalogue(unittest.TestCase):
             self.assertGreater(len(m["equivalent"]), 40, m["name"])
 
     def test_every_mutant_applies_to_the_pristine_tree(self):
-        src, _ = tree.prepare(common.cache_dir(), tree.find_tarball())
+        src = tree.prepare(Cache(), tree.find_tarball()).path
         # Against the pristine commit itself (an index of it), not the working
         # tree, which a gate run may be using at the time.
         with tempfile.TemporaryDirectory() as tmp:

@@ -16,6 +16,7 @@ import time
 import unittest
 
 from helpers import REPO, TOOLS, run_tool
+from gatelib.cache import Cache
 from gatelib import common, tree
 
 CAT = os.path.join(REPO, "mutants")
@@ -79,7 +80,7 @@ def foreign(name, text):
 
 
 def the_tree():
-    return tree.prepare(common.cache_dir(), tree.find_tarball())[0]
+    return tree.prepare(Cache(), tree.find_tarball()).path
 
 
 def at_series(src):
@@ -159,10 +160,10 @@ class BothSuitesOnOneBuild(unittest.TestCase):
                           "--json", cls.out, KUNIT_KILL], timeout=3600)
         with open(cls.out) as f:
             cls.doc = json.load(f)
-        work = os.path.join(common.cache_dir(), "mutate", "upstream")  # where mutate logs
+        work = Cache().mutate_work("upstream")  # where mutate logs
         with open(os.path.join(work, "32-withdraw-does-not-unlink-the-table-default.log")) as f:
             cls.upstream_log = f.read()
-        with open(os.path.join(common.cache_dir(), "logs", cls.doc["tree"], "default",
+        with open(os.path.join(Cache().logs(cls.doc["tree"], "default"),
                                "kernel-build.log")) as f:
             cls.last_build = f.read()
 
@@ -247,7 +248,7 @@ class AnInterruptedMutant(unittest.TestCase):
         p.wait(timeout=60)
         src = the_tree()
         # Everything the gate started dies too (its steps run in their own sessions).
-        subprocess.run(["pkill", "-KILL", "-f", common.cache_dir()], check=False)
+        subprocess.run(["pkill", "-KILL", "-f", Cache().root], check=False)
         time.sleep(2)
         self.assertTrue(tree.is_dirty(src))
         r = run_tool(["gate", "--only", "kunit", "--filter", "pmd_ptlock_deposit.*"])

@@ -12,20 +12,22 @@ import tempfile
 import unittest
 
 from helpers import REPO, run_tool
+from gatelib.cache import Cache
 from gatelib import common, series, tree
 
 PATCHES = sorted(glob.glob(os.path.join(REPO, "patches", "*.patch")))
 
 
 def cached_tree():
-    return tree.prepare(common.cache_dir(), tree.find_tarball())
+    s = tree.prepare(Cache(), tree.find_tarball())
+    return s.path, s.version
 
 
 @contextlib.contextmanager
 def the_tree_to_ourselves():
     """The cache's lock, as a gate or mutate run holds it while it uses the
     tree: a test that resets or applies must not pull the tree from under one."""
-    with open(os.path.join(common.cache_dir(), "gate.lock"), "w") as lock:
+    with open(Cache().lock_path(), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

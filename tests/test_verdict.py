@@ -54,7 +54,7 @@ class VerdictRules(unittest.TestCase):
         self.assertIn("debug: FAIL (0 passed, 1 failed, 0 skipped)", table)
 
     def test_an_unknown_status_is_refused(self):
-        with self.assertRaises(AssertionError):
+        with self.assertRaises(ValueError):
             Verdict("x").add("default", "kunit", "s", "a", "passed")
 
 

@@ -20,7 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import ccache, common, console, expect, guest, kunitrun, series, tree  # noqa: E402
+from gatelib import common, console, expect, guest, kbuild, kunitrun, series, tree  # noqa: E402
+from gatelib.cache import Cache, open_locked  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
@@ -59,30 +60,21 @@ def parse_args(argv):
                          "next run of anything else resets the tree")
     ap.add_argument("--only", choices=["kunit", "kselftest"],
                     help="run only the KUnit suite or only the kselftest guest")
-    ap.add_argument("--cache", metavar="DIR",
-                    help="tree, build dirs and ccache (default $PMD_GATE_CACHE or ~/.cache/pmd-ptlock-gate)")
     ap.add_argument("--tarball", metavar="FILE",
                     help="kernel source tarball (default /usr/src/linux-source-6.12.tar.xz)")
     ap.add_argument("--patches", metavar="DIR", default=series.PATCH_DIR,
                     help="series to apply (default: the repo's patches/)")
-    ap.add_argument("--timeout", type=int, metavar="S",
-                    help="bound on a guest run; a guest still running then is killed and fails "
-                         "(default 600, with --suite upstream 900: its thp, mremap and cow "
-                         "categories took 333 s to more than 480 s in a TCG guest here)")
-    ap.add_argument("--accel", choices=["tcg", "kvm"], default="tcg",
-                    help="QEMU accelerator (default tcg; kvm only where it is known to boot)")
     ap.add_argument("--smp", type=int, default=2, metavar="N", help="guest vCPUs (default %(default)s)")
-    ap.add_argument("--jobs", type=int, default=0, metavar="N", help="make -j (default: CPUs)")
     ap.add_argument("--mem", default="4G", metavar="SIZE",
                     help="kselftest guest memory (default %(default)s: upstream's mremap_test maps 2 GiB)")
     ap.add_argument("--qemu-args", default="", metavar="ARGS", help="extra QEMU arguments (one string)")
-    ap.add_argument("--no-install", action="store_true",
-                    help="never apt-get install missing packages; fail naming them instead")
+    # --timeout's default: 600, with --suite upstream 900 (its thp, mremap and
+    # cow categories took 333 s to more than 480 s in a TCG guest here).
+    common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install")
     args = ap.parse_args(argv)
     if args.timeout is None:
         args.timeout = 900 if args.suite == "upstream" else 600
-    if args.timeout < 5:
-        ap.error("--timeout must be at least 5 seconds")
+    common.check_shared_options(ap, args)
     if args.smp < 1:
         ap.error("--smp must be at least 1")
     if not args.kselftests.split():
@@ -95,7 +87,7 @@ def parse_args(argv):
             ap.error("--suite upstream has no KUnit part")
         args.only, args.kselftests = "kselftest", UPSTREAM_CATEGORIES
     try:
-        args.cache = common.cache_dir(args.cache)
+        args.cache = Cache(args.cache).root
     except GateError as e:
         ap.error(str(e))
     common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball)],
@@ -108,29 +100,10 @@ def parse_args(argv):
 
 
 def build_config(src, cfg, cache, jobs):
-    """Configure and build the configuration's one kernel. Returns
-    (build dir, bzImage, log dir, facts)."""
-    env = ccache.env(cache)
-    build = os.path.join(cache, "build", src.version, cfg, "kernel")
-    log_dir = os.path.join(cache, "logs", src.version, cfg)
-    os.makedirs(log_dir, exist_ok=True)
-    fragments = common.config_fragments(cfg)
-    t0 = time.monotonic()
-    guest.configure(src.path, build, fragments, log_dir, env)
-    before = ccache.counts(env)
-    kernel = guest.build_kernel(src.path, build, log_dir, env, jobs)
-    rate = ccache.hit_rate(before, ccache.counts(env))
-    facts = kunitrun.config_facts(os.path.join(build, ".config"),
-                                  os.path.join(build, "include", "generated", "bounds.h"))
-    facts["kernel_build_s"] = round(time.monotonic() - t0)
-    if rate:
-        facts["ccache_hits"] = rate
-    return build, kernel, log_dir, facts
-
-
-class Source:
-    def __init__(self, path, version):
-        self.path, self.version = path, version
+    """Configure and build the configuration's one kernel."""
+    return kbuild.build(src.path, src.version, common.config_fragments(cfg),
+                        cache.kernel_build(src.version, cfg), cache.logs(src.version, cfg),
+                        cache, jobs)
 
 
 def run_config(args, src, cfg, cache, jobs, verdict, selftests):
@@ -138,16 +111,16 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
     failures become a failed row of that configuration."""
     verdict.info[cfg] = {}
     try:
-        build, kernel, log_dir, facts = build_config(src, cfg, cache, jobs)
+        kb = build_config(src, cfg, cache, jobs)
     except GateError as e:
         say(f"gate: {cfg}: {e}")
         verdict.add(cfg, "console", "(gate)", "kernel build", "fail", str(e))
         return
-    verdict.info[cfg].update(facts)
-    say(f"{cfg}: " + ", ".join(f"{k}={v}" for k, v in facts.items()))
+    verdict.info[cfg].update(kb.facts)
+    say(f"{cfg}: " + ", ".join(f"{k}={v}" for k, v in kb.facts.items()))
     if args.only != "kselftest":
         rows, cons, kfacts = kunitrun.run(
-            src.path, build, os.path.join(common.REPO, ".kunitconfig"), log_dir, cache=cache,
+            src.path, kb.build, os.path.join(common.REPO, ".kunitconfig"), kb.log_dir, cache=cache,
             filter_glob=args.filter, timeout=min(args.timeout, 300), accel=args.accel,
             smp=args.smp, extra_qemu=args.qemu_args)
         verdict.info[cfg].update(kfacts)
@@ -160,7 +133,7 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
             say(f"gate: {e}")
             verdict.add(cfg, "kselftest", "(gate)", "selftests build", "fail", str(e))
             return
-        rows, text, boot_facts = guest.boot(src.path, st_build, kernel, log_dir, args.kselftests,
+        rows, text, boot_facts = guest.boot(src.path, st_build, kb.bzimage, kb.log_dir, args.kselftests,
                                             accel=args.accel, smp=args.smp, timeout=args.timeout,
                                             extra_qemu=args.qemu_args, thp=args.thp,
                                             mem=args.mem)
@@ -177,21 +150,20 @@ def selftests_builder(src, cache, jobs):
 
     def get():
         if "dir" not in done:
-            env = ccache.env(cache)
-            build = os.path.join(cache, "build", src.version, "selftests")
-            log_dir = os.path.join(cache, "logs", src.version)
+            env = cache.build_env()
+            build = cache.selftests_build(src.version)
             key = tree.userspace_key(src.path)
             stamp = os.path.join(build, ".gate-selftests-key")
-            runner = os.path.join(build, guest.INSTALL, "run_kselftest.sh")
+            runner = os.path.join(build, kbuild.INSTALL, "run_kselftest.sh")
             if os.path.isfile(runner) and _read(stamp) == key:
                 say(f"guest: selftests/mm unchanged since its last build ({key[:12]}): reused")
             else:
                 if os.path.exists(stamp):
                     os.unlink(stamp)
                 # Only for `make headers`: any configuration will do.
-                guest.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
-                                log_dir, env)
-                guest.build_selftests(src.path, build, log_dir, env, jobs)
+                kbuild.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
+                                 cache.logs(src.version), env)
+                kbuild.build_selftests(src.path, build, cache.logs(src.version), env, jobs)
                 with open(stamp, "w") as f:
                     f.write(key)
             done["dir"] = build
@@ -219,39 +191,38 @@ def main(argv):
     signal.signal(signal.SIGTERM, _terminate)
     mutated = None
     try:
-        cache, lock = common.locked_cache(args.cache, args.no_install)
+        cache = open_locked(args.cache, args.no_install)
         tarball = tree.find_tarball(args.tarball, install=not args.no_install)
-        src, version = tree.prepare(cache, tarball)
-        say(f"tree: linux {version} at {src}")
+        src = tree.prepare(cache, tarball)
+        version = src.version
+        say(f"tree: linux {version} at {src.path}")
         if os.path.abspath(args.patches) == series.PATCH_DIR:
             # Testing a series that no longer matches the sources would pass silently.
-            drift = series.check(src)
+            drift = series.check(src.path)
             if drift:
                 raise GateError(f"patches/ is stale against kunit/, selftests/ or series/ "
                                 f"({', '.join(drift)}): run tools/mkpatches")
         patches = tree.series_files(args.patches)
-        if args.mutant and tree.mutant_kept(src, patches, args.mutant):
+        if args.mutant and tree.mutant_kept(src.path, patches, args.mutant):
             # Left in place by the previous run of this very mutant: same build.
-            mutated = src
+            mutated = src.path
             say(f"mutant: {os.path.basename(args.mutant)} still applied from the previous run")
         else:
-            head = tree.apply_series(src, version, patches)
+            head = tree.apply_series(src.path, version, patches)
             say(f"series: {len(patches)} patches applied (HEAD {head[:12]})")
         if args.mutant and not mutated:
-            mutated = src
-            files = tree.apply_mutant(src, args.mutant)
+            mutated = src.path
+            files = tree.apply_mutant(src.path, args.mutant)
             say(f"mutant: {os.path.basename(args.mutant)} applied ({', '.join(files)})")
 
         verdict = Verdict(version)
         jobs = args.jobs or os.cpu_count() or 2
-        src = Source(src, version)
         selftests = selftests_builder(src, cache, jobs)
         for cfg in (CONFIGS if args.matrix else [args.config]):
             run_config(args, src, cfg, cache, jobs, verdict, selftests)
 
         print(verdict.table())
-        say(f"gate: {int(time.monotonic() - start)} s; logs in "
-            f"{os.path.join(cache, 'logs', src.version)}")
+        say(f"gate: {int(time.monotonic() - start)} s; logs in {cache.logs(src.version)}")
         if args.json:
             verdict.write_json(args.json)
             say(f"gate: JSON written to {args.json}")

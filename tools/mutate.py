@@ -21,7 +21,6 @@ catalogue can be measured across several sittings.
 """
 
 import argparse
-import fcntl
 import json
 import re
 import os
@@ -31,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gatelib import common, mutants, tree  # noqa: E402
+from gatelib.cache import Cache  # noqa: E402
 from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
 
 CATALOGUE = os.path.join(common.REPO, "mutants")
@@ -59,24 +59,20 @@ def parse_args(argv):
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="fold shard results into one table and score (runs nothing)")
-    ap.add_argument("--timeout", type=int, default=900, metavar="S",
-                    help="bound on each guest run, passed to the gate; a mutant that hangs a "
-                         "guest costs this much (default %(default)s: upstream's categories "
-                         "took 333 s to more than 480 s in a TCG guest here)")
-    ap.add_argument("--cache", metavar="DIR", help="the gate's cache (default as tools/gate)")
+    # --timeout, passed to the gate: a mutant that hangs a guest costs this
+    # much (upstream's categories took 333 s to more than 480 s in a TCG guest).
+    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", timeout=900)
     ap.add_argument("--records", metavar="DIR",
                     help="where results are stored and --resume looks for them (default: the "
                          "cache's mutate/); a directory in the repo (docs/mutate/records) carries "
                          "them to another machine, where the same tree, series and harness reuse them")
-    ap.add_argument("--no-install", action="store_true", help="passed to the gate")
     args = ap.parse_args(argv)
     if args.merge and (args.files or args.shard):
         ap.error("--merge takes only result files")
-    if args.timeout < 5:
-        ap.error("--timeout must be at least 5 seconds")
+    common.check_shared_options(ap, args)
     if not args.merge:
         try:
-            args.cache = common.cache_dir(args.cache)
+            args.cache = Cache(args.cache).root
         except GateError as e:
             ap.error(str(e))
     common.check_inputs(ap, args, files=[("mutant", f) for f in args.files] +
@@ -132,20 +128,20 @@ def result_key(args, source, suite, cfg, mutant_path=None):
     the mutant itself."""
     files = tree.series_files(os.path.join(common.REPO, "patches")) + \
         common.config_fragments(cfg) + ([mutant_path] if mutant_path else [])
-    return tree.digest(files, *source, suite, cfg, str(args.timeout),
+    return common.digest(files, *source, suite, cfg, str(args.timeout),
                        "classifier " + mutants.CLASSIFIER_VERSION)
 
 
 def restore_tree(cache, src):
     """Take a mutant a gate left behind back out, unless another run holds
     the cache's lock (it is using the tree, and resets it itself)."""
-    with open(os.path.join(cache, "gate.lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return
-        if tree.is_dirty(src):
-            tree.restore_series(src)
+    if not cache.lock(wait=False):
+        return
+    try:
+        if tree.is_dirty(src.path):
+            tree.restore_series(src.path)
+    finally:
+        cache.unlock()
 
 
 KEEP_RUNS = 4  # results kept per record file, newest last
@@ -274,9 +270,9 @@ def main(argv):
         print(f"mutate: {e}", file=sys.stderr)
         return 2
 
-    cache = common.cache_dir(args.cache)
+    cache = Cache(args.cache)
     suites = SUITES[args.suite]
-    work = {s: os.path.join(cache, "mutate", s) for s in suites}
+    work = {s: cache.mutate_work(s) for s in suites}
     records = {s: os.path.join(os.path.abspath(args.records), s) if args.records else work[s]
                for s in suites}
     for d in list(work.values()) + list(records.values()):
@@ -284,8 +280,9 @@ def main(argv):
     results, baselines = [], {}
     src, version = None, "unknown"
     try:
-        src, version = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
-        source = (version, tree.pristine_id(src))
+        src = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
+        version = src.version
+        source = (version, src.pristine_id())
         for m in todo:
             cfg = m["config"]
             keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}

@@ -505,6 +505,54 @@ static inline void pt_note(struct pt_report *r, const char *fmt, ...)
 }
 
 /*
+ * Run fn(arg) in a child process and wait for it; return its wait status.
+ * *before and *after are PageTables in kB just before the fork and once the
+ * child is gone: a table the workload leaked, deposited or not, stays
+ * counted, so *after > *before. PageTables is global: the processes reading
+ * our output (the kselftest runner's pipeline) settle before the baseline,
+ * and since other processes may free tables meanwhile but never add ours
+ * back, the second reading is retried for a second while it is above the
+ * first.
+ */
+static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
+				  long *before, long *after)
+{
+	int status, tries;
+	pid_t pid;
+
+	fflush(stdout);
+	usleep(200 * 1000);
+	*before = pt_pagetables_kb();
+	pid = fork();
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (!pid)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid)
+		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
+	for (tries = 0; tries < 20; tries++) {
+		*after = pt_pagetables_kb();
+		if (*after <= *before)
+			break;
+		usleep(50 * 1000);
+	}
+	return status;
+}
+
+struct pt_case_call {
+	int (*fn)(void *arg, struct pt_report *r);
+	void *arg;
+	struct pt_report *r;
+};
+
+static inline int pt_case_call(void *data)
+{
+	struct pt_case_call *c = data;
+
+	return c->fn(c->arg, c->r);
+}
+
+/*
  * Run fn(arg, report) in a child; report its checks, whether it exited
  * cleanly, and whether PageTables came back to where it was before the
  * child ran (a deposited page table leaked by a zap, a move or a fork
@@ -516,32 +564,12 @@ static inline void pt_run_case(const char *what, const char *const *names,
 			       void *arg)
 {
 	struct pt_report *r = pt_report_new(names);
+	struct pt_case_call call = { fn, arg, r };
 	long before, after = -1;
-	int i, status, tries;
-	pid_t pid;
+	int i, status;
 
-	/*
-	 * PageTables is global: let the processes reading our output (the
-	 * kselftest runner's pipeline) settle before the baseline, and take
-	 * the second reading before printing anything more.
-	 */
-	fflush(stdout);
-	usleep(200 * 1000);
-	before = pt_pagetables_kb();
-	pid = fork();
-	if (pid < 0)
-		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
-	if (!pid)
-		_exit(fn(arg, r));
-	if (waitpid(pid, &status, 0) != pid)
-		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
-	/* Other processes may free tables meanwhile, never add ours back. */
-	for (tries = 0; tries < 20; tries++) {
-		after = pt_pagetables_kb();
-		if (after <= before)
-			break;
-		usleep(50 * 1000);
-	}
+	/* Both readings are taken before anything more is printed. */
+	status = pt_fork_counted(pt_case_call, &call, &before, &after);
 
 	if (r->note[0])
 		ksft_print_msg("%s: %s\n", what, r->note);

@@ -725,14 +725,27 @@ static int run(const struct path *p, const struct layout *l, struct verdict *v)
 	return 0;
 }
 
+struct run_call {
+	const struct path *p;
+	const struct layout *l;
+	struct verdict *v;
+};
+
+static int run_call(void *data)
+{
+	struct run_call *c = data;
+
+	return run(c->p, c->l, c->v);
+}
+
 static void run_case(const struct path *p, const struct layout *l)
 {
+	struct run_call call;
 	struct verdict *v;
 	long before, after = -1;
-	int i, status, tries;
+	int i, status;
 	char name[200];
 	bool ok;
-	pid_t pid;
 
 	snprintf(name, sizeof(name), "%s, %s", p->name, l->name);
 	if (p->zero && !zero_page) {
@@ -750,23 +763,10 @@ static void run_case(const struct path *p, const struct layout *l)
 		ksft_exit_fail_msg("mmap of the shared verdict: %s\n", strerror(errno));
 	memset(v, 0, sizeof(*v));
 
-	/* As pt_run_case(): let the output's readers settle first. */
-	fflush(stdout);
-	usleep(100 * 1000);
-	before = pt_pagetables_kb();
-	pid = fork();
-	if (pid < 0)
-		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
-	if (!pid)
-		_exit(run(p, l, v));
-	if (waitpid(pid, &status, 0) != pid)
-		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
-	for (tries = 0; tries < 20; tries++) {
-		after = pt_pagetables_kb();
-		if (after <= before)
-			break;
-		usleep(50 * 1000);
-	}
+	call.p = p;
+	call.l = l;
+	call.v = v;
+	status = pt_fork_counted(run_call, &call, &before, &after);
 
 	for (i = 0; i < v->failures && i < KEPT; i++)
 		ksft_print_msg("%s\n", v->msg[i]);

@@ -1,7 +1,7 @@
 """Shared helpers: errors, paths, running commands with progress and a bound."""
 
 import argparse
-import fcntl
+import hashlib
 import json
 import os
 import re
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any, Dict
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,27 +37,6 @@ def config_fragments(cfg):
 
 def say(msg):
     print(msg, flush=True)
-
-
-def cache_dir(override=None):
-    """The cache (tree, build dirs, ccache): flag, then $PMD_GATE_CACHE, then ~/.cache."""
-    path = override or os.environ.get("PMD_GATE_CACHE")
-    if not path:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-        path = os.path.join(base, "pmd-ptlock-gate")
-    path = os.path.abspath(path)
-    if path == REPO or path.startswith(REPO + os.sep):
-        if not path.startswith(os.path.join(REPO, ".cache")):
-            raise GateError(f"cache dir {path} is inside the repo: use .cache/ (ignored) or a dir outside")
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = os.path.join(path, f".write-probe-{os.getpid()}")
-        with open(probe, "w") as f:
-            f.write("ok")
-        os.unlink(probe)
-    except OSError as e:
-        raise GateError(f"cache dir {path} is not writable: {e.strerror}") from None
-    return path
 
 
 def git(tree, *args, check=True, capture=True, env=None):
@@ -94,6 +74,7 @@ def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, 
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
         def pump():
+            assert proc.stdout is not None
             for raw in iter(proc.stdout.readline, b""):
                 line = raw.decode("utf-8", "replace")
                 log.write(line)
@@ -171,6 +152,42 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+# The options every tool shares, declared once: name -> add_argument's keywords.
+SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
+    "--cache": dict(metavar="DIR", help="tree, build dirs, ccache, logs and mutation records "
+                    "(default $PMD_GATE_CACHE or ~/.cache/pmd-ptlock-gate)"),
+    "--no-install": dict(action="store_true",
+                         help="never apt-get install missing packages; fail naming them instead"),
+    "--timeout": dict(type=int, metavar="S",
+                      help="bound on one guest run, in seconds (at least 5); a guest still "
+                           "running then is killed and fails"),
+    "--accel": dict(choices=["tcg", "kvm"], default="tcg",
+                    help="QEMU accelerator (default tcg; kvm only where it is known to boot: "
+                         "nested KVM hangs silently on this machine kind)"),
+    "--jobs": dict(type=int, default=0, metavar="N", help="make -j (default: CPUs)"),
+}
+
+
+def add_shared_options(ap, *names, **defaults):
+    """Add the named shared options to a parser, each with its one
+    definition; defaults={'timeout': 900} sets a tool's own default."""
+    for name in names:
+        kw: Dict[str, Any] = dict(SHARED_OPTIONS[name])
+        key = name.lstrip("-").replace("-", "_")
+        if key in defaults:
+            kw["default"] = defaults[key]
+            kw["help"] = kw["help"] + f" (default {defaults[key]})"
+        ap.add_argument(name, **kw)
+
+
+def check_shared_options(ap, args):
+    """The shared options' own rules, one line and exit 2 when broken."""
+    if getattr(args, "timeout", None) is not None and args.timeout < 5:
+        ap.error("--timeout must be at least 5 seconds")
+    if getattr(args, "jobs", 0) < 0:
+        ap.error("--jobs must not be negative")
+
+
 def output_file_problem(path):
     """Why path cannot be written as a result file, or None. Checked before
     any work by making its folder and opening it for appending (a file that
@@ -211,27 +228,20 @@ def check_inputs(ap, args, files=(), dirs=(), outputs=()):
             ap.error(f"{flag} {path}: cannot write it ({why})")
 
 
-def locked_cache(override, no_install):
-    """Packages (as root), QEMU, the cache dir, and the cache's lock held for
-    the run (a second run waits for the first). Returns (cache, lock file)."""
-    from . import deps
-    if os.geteuid() == 0 and not no_install:
-        deps.ensure(install=True)
-    deps.require_qemu()
-    cache = cache_dir(override)
-    lock = open(os.path.join(cache, "gate.lock"), "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        say(f"{os.path.basename(sys.argv[0]).replace('.py', '')}: another run holds "
-            f"{cache}/gate.lock; waiting for it")
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    return cache, lock
-
-
 def write_json(path, obj):
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     with open(path, "w") as f:
         json.dump(obj, f, indent=2)
         f.write("\n")
+
+
+def digest(files, *parts):
+    """A digest of some strings and of files' names and contents."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() + b"\0")
+    for p in files:
+        with open(p, "rb") as f:
+            h.update(os.path.basename(p).encode() + b"\0" + f.read())
+    return h.hexdigest()

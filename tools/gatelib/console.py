@@ -6,6 +6,7 @@ import re
 import time
 
 from .ktap import TIMESTAMP
+from .result import row
 
 # (id, pattern): each a report the kernel prints only when something is wrong.
 PATTERNS = [
@@ -53,10 +54,10 @@ def results(text, source):
     """Gate rows (suite, name, status, reason): one per finding, or one clean pass."""
     found = scan(text, source)
     if not text.strip():
-        return [(source, "console captured", "fail", "the console log is empty")]
+        return [row(source, "console captured", "fail", "the console log is empty")]
     if not found:
-        return [(source, "console clean", "pass", "")]
-    return [(source, f"{pid} (line {n})", "fail", line[:200]) for pid, _src, n, line in found]
+        return [row(source, "console clean", "pass", "")]
+    return [row(source, f"{pid} (line {n})", "fail", line[:200]) for pid, _src, n, line in found]
 
 
 # Reports after which a guest may never make progress again: the task that

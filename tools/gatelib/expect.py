@@ -6,6 +6,7 @@ configuration that lost FAILSLAB (the ctor-failure cases skip) fails the gate
 instead of passing on what still ran."""
 
 import fnmatch
+from .result import row
 
 # (kind, suite glob, case glob, rule over the configuration's facts, why the
 # skip is right there). facts: the key symbols (TRANSPARENT_HUGEPAGE,
@@ -56,5 +57,5 @@ def judge(rows, kind, facts):
         if (status == "skip" and fnmatch.fnmatchcase(suite, OURS)
                 and allowed(kind, suite, name, facts) is None):
             status, reason = "fail", f"skipped where it must run: {reason or 'no reason given'}"
-        out.append((suite, name, status, reason))
+        out.append(row(suite, name, status, reason))
     return out

@@ -1,135 +1,23 @@
-"""The kselftest guest: build the guest kernel and the mm selftests on the host,
-boot the kernel under QEMU with the host's / as a read-only 9p root, run
-make run_tests for the chosen categories, collect the TAP and the console."""
+"""The kselftest guest: boot a built kernel under QEMU with the host's / as
+a read-only 9p root, run the host-built selftests/mm install for the chosen
+categories (or tools/bench's script), and collect their output and the
+console. Building is kbuild's, parsing ktap's and console's."""
 
-import hashlib
 import os
-import re
 import shlex
 import shutil
 import time
 
 from . import console, ktap
-from .common import REPO, GateError, StepStopped, StepTimeout, first_error, run_logged, say
+from .common import REPO, StepStopped, StepTimeout, run_logged, say
+from .result import Status, row
 
 INIT = os.path.join(REPO, "tools", "guest-init")
 
 
-def _fragment_symbols(path):
-    """{SYMBOL: value} a fragment asks for ("n" for '# CONFIG_X is not set')."""
-    want = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            m = re.match(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$", line)
-            if m:
-                want[m.group(1)] = m.group(2)
-                continue
-            m = re.match(r"^# CONFIG_([A-Za-z0-9_]+) is not set$", line)
-            if m:
-                want[m.group(1)] = "n"
-    return want
-
-
-def read_config(path):
-    have = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$", line.strip())
-            if m:
-                have[m.group(1)] = m.group(2)
-    return have
-
-
-def wanted_symbols(fragments):
-    """{SYMBOL: value} the fragments ask for, a later fragment overriding an
-    earlier one (merge_config.sh's order)."""
-    want = {}
-    for frag in fragments:
-        want.update(_fragment_symbols(frag))
-    return want
-
-
-def missing_symbols(config_path, fragments):
-    """Symbols the fragments asked for that the final .config does not have as asked."""
-    have = read_config(config_path)
-    bad = []
-    for sym, val in wanted_symbols(fragments).items():
-        got = have.get(sym, "n")
-        if got != val:
-            bad.append(f"CONFIG_{sym}={val} (got {got})")
-    return bad
-
-
-# How a build dir is configured: the fragments merged over allnoconfig
-# (merge_config.sh -n), so the kernel holds what they ask for and what that
-# selects, and nothing else. Part of the configure stamp: a build dir made
-# another way is configured again.
-BASE = "allnoconfig"
-
-
-def configure(tree, build, fragments, log_dir, env):
-    """The fragments merged in order over allnoconfig, redone only when a
-    fragment changes."""
-    os.makedirs(build, exist_ok=True)
-    paths = list(fragments)
-    h = hashlib.sha256(BASE.encode() + b"\0")
-    for p in paths:
-        with open(p, "rb") as f:
-            h.update(os.path.basename(p).encode() + b"\0" + f.read())
-    stamp_path = os.path.join(build, ".gate-config-stamp")
-    config = os.path.join(build, ".config")
-    stamp = h.hexdigest()
-    old = open(stamp_path).read().strip() if os.path.isfile(stamp_path) else ""
-    if old != stamp or not os.path.isfile(config):
-        log = os.path.join(log_dir, "kernel-config.log")
-        if os.path.exists(log):
-            os.unlink(log)
-        # merge_config.sh -n runs `make allnoconfig` with the merged fragments
-        # as KCONFIG_ALLCONFIG: what they set is kept, every other prompt is n.
-        cmd = [os.path.join(tree, "scripts", "kconfig", "merge_config.sh"), "-n", "-O", build,
-               *paths]
-        if run_logged(cmd, log, "kernel config", 600, cwd=tree, env=env, heartbeat=0) != 0:
-            raise GateError(f"kernel configuration failed (log: {log})")
-        with open(stamp_path, "w") as f:
-            f.write(stamp + "\n")
-    bad = missing_symbols(config, fragments)
-    if bad:
-        names = ", ".join(os.path.basename(p) for p in fragments)
-        raise GateError(f"config fragment did not take effect ({names}): {', '.join(bad[:6])}")
-    return read_config(config)
-
-
-def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
-    log = os.path.join(log_dir, "kernel-build.log")
-    say(f"kernel: building ({build}); log {log}")
-    rc = run_logged(["make", f"O={build}", f"-j{jobs}", "bzImage"], log, "kernel build", timeout,
-                    cwd=tree, env=env)
-    if rc != 0:
-        raise GateError(f"kernel build failed: {first_error(log)} (log: {log})")
-    return os.path.join(build, "arch", "x86", "boot", "bzImage")
-
-
-def build_selftests(tree, build, log_dir, env, jobs, timeout=1800):
-    """Headers into build/usr/include, selftests/mm built into build/kselftest/mm
-    and installed, with kselftest's runner, into build/kselftest/kselftest_install: the
-    guest runs that install (run_kselftest.sh) and never runs make, whose
-    up-to-date checks over 9p took about 45 s of every guest run."""
-    log = os.path.join(log_dir, "selftests-build.log")
-    say(f"guest: building selftests/mm on the host; log {log}")
-    for cmd in (["make", f"O={build}", "-s", "headers"],
-                ["make", "-C", "tools/testing/selftests", "TARGETS=mm", f"O={build}",
-                 "building_out_of_srctree=1", f"-j{jobs}", "install"]):
-        rc = run_logged(cmd, log, "selftests build", timeout, cwd=tree, env=env)
-        if rc != 0:
-            raise GateError(f"selftests build failed: {first_error(log)} (log: {log})")
-    if not os.path.isfile(os.path.join(build, INSTALL, "run_kselftest.sh")):
-        raise GateError(f"selftests install made no {INSTALL}/run_kselftest.sh (log: {log})")
-    return os.path.join(build, "kselftest", "mm")
-
-
-# Where build_selftests installs, relative to its build dir (kselftest's default).
-INSTALL = os.path.join("kselftest", "kselftest_install")
+def accel_args(accel):
+    """QEMU's accelerator flags, for every guest (kselftest and KUnit)."""
+    return ["-accel", "kvm"] if accel == "kvm" else ["-accel", "tcg,thread=multi"]
 
 
 def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
@@ -145,10 +33,7 @@ def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
            "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
            "-virtfs", f"local,path={build},mount_tag=build,security_model=none,multidevs=remap"]
-    if accel == "kvm":
-        cmd += ["-accel", "kvm", "-cpu", "host"]
-    else:
-        cmd += ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    cmd += accel_args(accel) + ["-cpu", "host" if accel == "kvm" else "max"]
     if os.path.isfile("/usr/share/qemu/qboot.rom"):
         cmd += ["-bios", "qboot.rom"]
     return cmd + shlex.split(extra or "")
@@ -216,14 +101,14 @@ def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu
         facts["thp"] = thp.strip()
     status = _read(os.path.join(out, "status"))
     log = _read(os.path.join(out, "kselftest.log"))
-    rows = parse_kselftest(log or "")
+    rows = ktap.kselftest_rows(log or "")
     if hung:
-        rows.append(("(guest)", "guest finished", "fail", hung))
+        rows.append(row("(guest)", "guest finished", "fail", hung))
     elif status is None:
-        rows.append(("(guest)", "guest finished", "fail",
+        rows.append(row("(guest)", "guest finished", "fail",
                      "the guest stopped before the selftests finished (see the console)"))
-    elif status.strip() != "0" and not any(r[2] == "fail" for r in rows):
-        rows.append(("(guest)", "make run_tests", "fail", f"exited {status.strip()}"))
+    elif status.strip() != "0" and not any(r.status == Status.FAIL for r in rows):
+        rows.append(row("(guest)", "make run_tests", "fail", f"exited {status.strip()}"))
     return rows, console_text, facts
 
 
@@ -233,37 +118,3 @@ def _read(path):
             return f.read()
     except OSError:
         return None
-
-
-def parse_kselftest(text):
-    """Rows from make run_tests output: one per subtest, one per program, one
-    for the runner when it failed (e.g. its timeout)."""
-    root = ktap.parse(text, hash_nesting=True)
-    rows = []
-    if not root.children:
-        return [("(kselftest)", "TAP output", "fail", "no kselftest TAP in the output")]
-    for runner in root.children:            # "selftests: mm: run_vmtests.sh"
-        programs = runner.children
-        for prog in programs:
-            pname = prog.name or "(unnamed)"
-            for sub in prog.children:
-                status = sub.status or "fail"
-                reason = sub.reason if sub.status else "no result line (crashed or hung)"
-                rows.append((pname, sub.name, status, reason))
-            missing = ktap.check_plan(prog)
-            if missing:
-                rows.append((pname, "(incomplete)", "fail", missing))
-            pstatus = prog.status or "fail"
-            preason = prog.reason
-            if pstatus == "skip":
-                preason = prog.skip_reason or preason or "skipped"
-            elif pstatus == "fail" and not preason:
-                preason = "no result line (crashed or hung)" if not prog.status else "failed"
-            rows.append((pname, "(program)", pstatus, preason))
-        if runner.status != "pass" and not (runner.status == "skip" and programs):
-            rows.append((runner.name or "(runner)", "(runner)", runner.status or "fail",
-                         runner.reason or "the runner did not finish"))
-        missing = ktap.check_plan(runner)
-        if missing and not programs:
-            rows.append((runner.name or "(runner)", "(incomplete)", "fail", missing))
-    return rows

@@ -7,6 +7,9 @@ that was not met (a crash or hang mid-suite) is a failure, never a pass.
 """
 
 import re
+from typing import List
+
+from .result import Row, row
 
 TIMESTAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 VERSION = re.compile(r"^(K?TAP) version \d+\s*$")
@@ -148,7 +151,7 @@ def parse(text, hash_nesting=False):
             cur.diag = []
             continue
         sm = SUBTEST.match(body)
-        if cur is not root and cur.name == "":
+        if sm and cur is not root and cur.name == "":
             cur.name = sm.group(1).strip()
         else:
             cur.diag.append(body.lstrip("#").strip())
@@ -195,7 +198,7 @@ def check_plan(node):
 
 def kunit_results(root):
     """Rows (suite, name, status, reason) for each KUnit case; params fold into their case."""
-    rows = []
+    rows: List[Row] = []
     tops = root.children
     if not tops:
         return rows
@@ -217,13 +220,58 @@ def kunit_results(root):
                     # KUnit prints a skipped parameterised case's reason on its params only.
                     why = sorted({p.reason for p in case.children if p.status == "skip" and p.reason})
                     reason = "; ".join(why)
-            rows.append((suite.name, case.name, status, reason))
+            rows.append(row(suite.name, case.name, status, reason))
         missing = check_plan(suite)
         if missing:
-            rows.append((suite.name, "(suite incomplete)", "fail", missing))
+            rows.append(row(suite.name, "(suite incomplete)", "fail", missing))
         if suite.status is None and not missing:
-            rows.append((suite.name, "(suite result)", "fail", "suite has no result line"))
+            rows.append(row(suite.name, "(suite result)", "fail", "suite has no result line"))
     missing = check_plan(root) if root.plan is not None else None
     if missing:
-        rows.append(("(all)", "(run incomplete)", "fail", missing))
+        rows.append(row("(all)", "(run incomplete)", "fail", missing))
+    return rows
+
+
+def kunit_rows(text):
+    """KUnit rows from a console; a console with no KTAP at all is one failure."""
+    root = parse(text)
+    rows = kunit_results(root)
+    if root.plan is None and not rows:
+        return [row("(kunit)", "KTAP output", "fail", "no KTAP in the console: the kernel did not run KUnit")]
+    if root.plan == 0 or (root.plan is not None and not rows):
+        return [row("(kunit)", "any case ran", "fail", "KTAP plan 1..0: no suite matched or was built in")]
+    return rows
+
+
+def kselftest_rows(text):
+    """Rows from make run_tests output: one per subtest, one per program, one
+    for the runner when it failed (e.g. its timeout)."""
+    root = parse(text, hash_nesting=True)
+    rows = []
+    if not root.children:
+        return [row("(kselftest)", "TAP output", "fail", "no kselftest TAP in the output")]
+    for runner in root.children:            # "selftests: mm: run_vmtests.sh"
+        programs = runner.children
+        for prog in programs:
+            pname = prog.name or "(unnamed)"
+            for sub in prog.children:
+                status = sub.status or "fail"
+                reason = sub.reason if sub.status else "no result line (crashed or hung)"
+                rows.append(row(pname, sub.name, status, reason))
+            missing = check_plan(prog)
+            if missing:
+                rows.append(row(pname, "(incomplete)", "fail", missing))
+            pstatus = prog.status or "fail"
+            preason = prog.reason
+            if pstatus == "skip":
+                preason = prog.skip_reason or preason or "skipped"
+            elif pstatus == "fail" and not preason:
+                preason = "no result line (crashed or hung)" if not prog.status else "failed"
+            rows.append(row(pname, "(program)", pstatus, preason))
+        if runner.status != "pass" and not (runner.status == "skip" and programs):
+            rows.append(row(runner.name or "(runner)", "(runner)", runner.status or "fail",
+                         runner.reason or "the runner did not finish"))
+        missing = check_plan(runner)
+        if missing and not programs:
+            rows.append(row(runner.name or "(runner)", "(incomplete)", "fail", missing))
     return rows

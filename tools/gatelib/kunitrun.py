@@ -5,19 +5,18 @@ import re
 import shlex
 import time
 
-from . import ccache, console, ktap
+from . import console, guest, ktap
 from .common import StepStopped, StepTimeout, run_logged, say
+from .result import row
 
 HANG = re.compile(r"timed out after (\d+) seconds")
 
 
 def qemu_args(accel, smp, extra):
     """QEMU arguments the gate adds to kunit.py's x86_64 defaults."""
-    args = ["-smp", str(smp)]
+    args = ["-smp", str(smp)] + guest.accel_args(accel)
     if accel == "kvm":
-        args += ["-accel", "kvm", "-cpu", "host"]
-    else:
-        args += ["-accel", "tcg,thread=multi"]
+        args += ["-cpu", "host"]
     return args + shlex.split(extra or "")
 
 
@@ -28,7 +27,7 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     its KTAP. Returns (kunit rows, console rows, facts)."""
     os.makedirs(log_dir, exist_ok=True)
     kunit_py = os.path.join(tree, "tools", "testing", "kunit", "kunit.py")
-    env = ccache.env(cache)
+    env = cache.build_env()
     # kunit.py prints the console as it comes: unbuffered, so the watch sees
     # a fatal report when it is printed, not when a pipe buffer fills.
     env["PYTHONUNBUFFERED"] = "1"
@@ -64,47 +63,8 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     if os.path.isfile(log_path) and os.path.getmtime(log_path) >= time.time() - facts["kunit_exec_s"] - 5:
         with open(log_path, errors="replace") as f:
             text = f.read()
-    rows = parse_rows(text)
+    rows = ktap.kunit_rows(text)
     if hung:
-        rows.append(("(guest)", "boot finished", "fail", hung))
+        rows.append(row("(guest)", "boot finished", "fail", hung))
     cons = console.results(text, "kunit console")
     return rows, cons, facts
-
-
-def parse_rows(text):
-    """KUnit rows from a console; a console with no KTAP at all is one failure."""
-    root = ktap.parse(text)
-    rows = ktap.kunit_results(root)
-    if root.plan is None and not rows:
-        return [("(kunit)", "KTAP output", "fail", "no KTAP in the console: the kernel did not run KUnit")]
-    if root.plan == 0 or (root.plan is not None and not rows):
-        return [("(kunit)", "any case ran", "fail", "KTAP plan 1..0: no suite matched or was built in")]
-    return rows
-
-
-def config_facts(config_path, bounds_path=None):
-    """The symbols that decide which locking design the kernel has, and
-    ALLOC_SPLIT_PTLOCKS, a C macro (sizeof(spinlock_t) > sizeof(long)) read
-    off the build's generated bounds.h."""
-    want = ["SPLIT_PTE_PTLOCKS", "SPLIT_PMD_PTLOCKS", "PREEMPT_RT", "PROVE_LOCKING", "NR_CPUS",
-            "TRANSPARENT_HUGEPAGE"]
-    facts = {k: "n" for k in want}
-    try:
-        with open(config_path) as f:
-            for line in f:
-                m = re.match(r"^CONFIG_([A-Z0-9_]+)=(.*)$", line.strip())
-                if m and m.group(1) in want:
-                    facts[m.group(1)] = m.group(2).strip('"')
-    except OSError:
-        pass
-    if bounds_path:
-        size = None
-        try:
-            with open(bounds_path) as f:
-                m = re.search(r"^#define SPINLOCK_SIZE (\d+)", f.read(), re.M)
-                size = int(m.group(1)) if m else None
-        except OSError:
-            pass
-        facts["SPINLOCK_SIZE"] = size if size is not None else "unknown"
-        facts["ALLOC_SPLIT_PTLOCKS"] = ("unknown" if size is None else "y" if size > 8 else "n")
-    return facts

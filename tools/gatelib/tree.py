@@ -2,6 +2,8 @@
 git repo with a pristine commit; every run resets it to pristine and applies
 the series with git am."""
 
+from __future__ import annotations
+
 import glob
 import hashlib
 import os
@@ -10,8 +12,11 @@ import shutil
 import subprocess
 import tempfile
 
+from dataclasses import dataclass
+
 from . import deps
-from .common import GateError, git, say
+from .cache import Cache
+from .common import GateError, digest, git, say
 
 PACKAGE = "linux-source-6.12"
 # Where Debian's package puts the tarball ($PMD_GATE_SRC_DIR overrides /usr/src).
@@ -69,13 +74,26 @@ def _stamp_of(tarball, version):
     return f"{version} {st.st_size} {int(st.st_mtime)}"
 
 
-def prepare(cache, tarball):
-    """Return (tree_path, version) of a git tree holding the tarball at tag pristine.
+@dataclass(frozen=True)
+class Source:
+    """A kernel tree the gate works on: a git tree in the cache whose tag
+    pristine holds the tarball's contents, and its version (from its
+    Makefile)."""
+    path: str
+    version: str
+
+    def pristine_id(self) -> str:
+        """The pristine commit's tree: which tarball's contents these are."""
+        return pristine_id(self.path)
+
+
+def prepare(cache: Cache, tarball: str) -> Source:
+    """The Source holding the tarball at tag pristine.
 
     Unpacks only when no valid tree for this tarball exists in the cache; an
     earlier interrupted unpack (no stamp) is thrown away and redone.
     """
-    src_root = os.path.join(cache, "src")
+    src_root = cache.src_root()
     os.makedirs(src_root, exist_ok=True)
     key = re.sub(r"\.tar(\.[a-z0-9]+)?$", "", os.path.basename(tarball))
     key = re.sub(r"[^A-Za-z0-9._-]", "_", key)
@@ -86,7 +104,7 @@ def prepare(cache, tarball):
             recorded = f.read().strip()
         version = recorded.split()[0]
         if recorded == _stamp_of(tarball, version):
-            return tree, version
+            return Source(tree, version)
         say(f"tree: {tarball} changed since it was unpacked; unpacking again")
     if os.path.exists(tree):
         shutil.rmtree(tree)
@@ -117,7 +135,7 @@ def prepare(cache, tarball):
     git(tree, "tag", "-f", PRISTINE_TAG)
     with open(stamp_path, "w") as f:
         f.write(_stamp_of(tarball, version) + "\n")
-    return tree, version
+    return Source(tree, version)
 
 
 def reset_pristine(tree):
@@ -138,17 +156,6 @@ def series_files(patch_dir):
     if not files:
         raise GateError(f"no patches in {patch_dir}")
     return files
-
-
-def digest(files, *parts):
-    """A digest of some strings and of files' names and contents."""
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode() + b"\0")
-    for p in files:
-        with open(p, "rb") as f:
-            h.update(os.path.basename(p).encode() + b"\0" + f.read())
-    return h.hexdigest()
 
 
 def _series_in_place(tree, digest):
@@ -202,10 +209,10 @@ def _series_files_state(tree):
     not pristine + a series."""
     if git(tree, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode != 0:
         return {}
-    names = git(tree, "diff", "--name-only", "--no-renames", PRISTINE_TAG, "HEAD",
-                check=False).stdout.split("\n")
-    state = {}
-    for name in filter(None, names):
+    names: str = git(tree, "diff", "--name-only", "--no-renames", PRISTINE_TAG, "HEAD",
+                     check=False).stdout
+    state: dict = {}
+    for name in names.splitlines():
         path = os.path.join(tree, name)
         if os.path.isfile(path):
             blob = git(tree, "hash-object", "--", name, check=False).stdout.strip()

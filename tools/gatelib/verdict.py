@@ -1,61 +1,61 @@
-"""Collect result rows, print the verdict table, write the JSON."""
+"""Collect results, print the verdict table, write the JSON."""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Tuple
 
 from . import common
+from .result import Result, Row, Status
 
 
 class Verdict:
-    def __init__(self, tree_version):
+    def __init__(self, tree_version: str):
         self.tree = tree_version
-        self.results = []
-        self.info = {}          # per-config facts (key symbols, timings)
+        self.results: List[Result] = []
+        self.info: Dict[str, dict] = {}          # per-config facts (key symbols, timings)
 
-    def add(self, config, kind, suite, name, status, reason=""):
-        assert status in ("pass", "fail", "skip"), status
-        self.results.append({"config": config, "kind": kind, "suite": suite, "name": name,
-                             "status": status, "reason": reason or ""})
+    def add(self, config: str, kind: str, suite: str, name: str, status: str,
+            reason: str = "") -> None:
+        self.results.append(Result(config, kind, suite, name, Status(status), reason or ""))
 
-    def add_rows(self, config, kind, rows):
-        for suite, name, status, reason in rows:
-            self.add(config, kind, suite, name, status, reason)
+    def add_rows(self, config: str, kind: str, rows: Iterable[Row]) -> None:
+        for r in rows:
+            self.results.append(Result.of(config, kind, Row(*r)))
 
-    def counts(self):
-        c = {"pass": 0, "fail": 0, "skip": 0}
-        for r in self.results:
-            c[r["status"]] += 1
-        return c
+    def counts(self) -> Dict[str, int]:
+        return {s.value: sum(r.status == s for r in self.results) for s in Status}
 
-    def config_verdicts(self):
+    def config_verdicts(self) -> Dict[str, Tuple[str, Dict[str, int]]]:
         """{config: (verdict, counts)} in the order the configurations ran."""
-        out = {}
-        for cfg in list(self.info) + [r["config"] for r in self.results]:
+        out: Dict[str, Tuple[str, Dict[str, int]]] = {}
+        for cfg in list(self.info) + [r.config for r in self.results]:
             if cfg in out:
                 continue
-            rows = [r for r in self.results if r["config"] == cfg]
-            c = {s: sum(r["status"] == s for r in rows) for s in ("pass", "fail", "skip")}
-            tested = any(r["status"] == "pass" and r["kind"] != "console" for r in rows)
+            rows = [r for r in self.results if r.config == cfg]
+            c = {s.value: sum(r.status == s for r in rows) for s in Status}
+            tested = any(r.status == Status.PASS and r.kind != "console" for r in rows)
             out[cfg] = ("pass" if c["fail"] == 0 and tested else "fail", c)
         return out
 
     @property
-    def verdict(self):
+    def verdict(self) -> str:
         # Every configuration passed on its own (no failure, something tested:
         # a clean console alone is not a pass), and there was one at least.
         per = self.config_verdicts()
         return "pass" if per and all(v == "pass" for v, _ in per.values()) else "fail"
 
-    def to_json(self):
-        return {"verdict": self.verdict, "tree": self.tree, "results": self.results,
-                "configs": self.info}
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "tree": self.tree,
+                "results": [r.to_json() for r in self.results], "configs": self.info}
 
-    def write_json(self, path):
+    def write_json(self, path: str) -> None:
         common.write_json(path, self.to_json())
 
-    def table(self):
+    def table(self) -> str:
         """The verdict table: one row a result, nothing cut. The test's name
         comes last on its row and a reason on the line below it, so every
         name and reason can be read whole, however long."""
-        mark = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
-        rows = [(r["config"], r["kind"], r["suite"], mark[r["status"]], r["name"], r["reason"])
+        rows = [(r.config, r.kind, r.suite, r.status.value.upper(), r.name, r.reason)
                 for r in self.results]
         head = ("CONFIG", "KIND", "SUITE", "RESULT", "TEST")
         widths = [max([len(head[i])] + [len(row[i]) for row in rows]) for i in range(4)]
