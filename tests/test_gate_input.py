@@ -88,6 +88,19 @@ class GateRefusesBadInput(unittest.TestCase):
                     self.assertIn(bad, one_line(self, r))
                     self.assertLess(time.monotonic() - t0, 20)
 
+    def test_the_benchmark_refuses_bad_input_before_any_work(self):
+        for args, want in ((["--out", "/proc/version/x"], "/proc/version"),
+                           (["--cache", "/etc/hostname/x"], "/etc/hostname/x"),
+                           (["--compare", "/nonexistent.json"], "/nonexistent.json"),
+                           (["--host", "--out", "/proc/no/such"], "/proc/no/such")):
+            with self.subTest(args=args):
+                t0 = time.monotonic()
+                r = run_tool(["bench", "--no-install", *args] if "--host" not in args
+                             else ["bench", *args], timeout=60)
+                self.assertEqual(r.returncode, 2)
+                self.assertIn(want, one_line(self, r))
+                self.assertLess(time.monotonic() - t0, 20)
+
     def test_a_missing_or_empty_series_dir_is_refused_before_any_work(self):
         for bad in ("/nonexistent", self.tmp):
             with self.subTest(patches=bad):

@@ -179,6 +179,21 @@ def parse_args(argv):
         args.mem = args.mem or f"{2 * args.size // (1 << 30) + 2}G"
     if args.compare is None:
         args.compare = GUEST_DOC if args.host else HOST_DOC
+    elif not os.path.isfile(args.compare):
+        ap.error(f"--compare {args.compare}: no such file")
+    if args.timeout is not None:
+        common.check_shared_options(ap, args)
+    # Every bad input fails here, before the cache lock or a build: the
+    # results folder must be one we can make and write in.
+    why = common.output_file_problem(os.path.join(args.out, "table.txt"))
+    if why:
+        ap.error(f"--out {args.out}: cannot write there ({why})")
+    if not args.host:
+        from gatelib.cache import Cache
+        try:
+            args.cache = Cache(args.cache).root
+        except GateError as e:
+            ap.error(str(e))
     return args
 
 
