@@ -14,6 +14,7 @@ verdict table and exits 0 only when all passed.
 
 import argparse
 import glob
+import json
 import os
 import signal
 import sys
@@ -41,6 +42,13 @@ def parse_args(argv):
     ap.add_argument("--filter", default="", metavar="GLOB",
                     help="KUnit suite/case glob as kunit.py's filter_glob, e.g. 'pmd_ptlock_deposit.*'")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--compare", metavar="OLD.json",
+                    help="after the run, print what changed against an earlier run's --json "
+                         "(new failures, fixed, new skips, timing ratios); a new failure makes "
+                         "the exit non-zero")
+    ap.add_argument("--against", metavar="NEW.json",
+                    help="with --compare: compare OLD.json with this stored run instead of "
+                         "running the gate")
     ap.add_argument("--kselftests", default="pmd_ptlock", metavar="CATS",
                     help="run_vmtests.sh categories to run in the guest, space-separated, "
                          "e.g. 'pmd_ptlock thp mremap cow' (default: %(default)s)")
@@ -90,7 +98,10 @@ def parse_args(argv):
         args.cache = Cache(args.cache).root
     except GateError as e:
         ap.error(str(e))
-    common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball)],
+    if args.against and not args.compare:
+        ap.error("--against needs --compare")
+    common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball),
+                                         ("--compare", args.compare), ("--against", args.against)],
                         dirs=[("--patches", args.patches)], outputs=[("--json", args.json)])
     if not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
         ap.error(f"--patches {args.patches}: no NNNN-*.patch files in it")
@@ -185,8 +196,38 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
+def load_run(ap_error, path):
+    """A stored gate run (its --json), or one line and exit 2."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+            raise ValueError("no results in it")
+        return doc
+    except (OSError, ValueError) as e:
+        ap_error(f"{path}: not a gate run's JSON ({e})")
+
+
+def compare_runs(old_path, new_doc, new_label):
+    """Print the comparison; 1 when the new run has a new failure."""
+    from gatelib import compare
+    old = load_run(_bad_input, old_path)
+    c = compare.compare(old, new_doc)
+    print(compare.report(c, old_path, new_label))
+    return 1 if c.regressed else 0
+
+
+def _bad_input(msg):
+    print(f"gate: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main(argv):
     args = parse_args(argv)
+    if args.compare and args.against:
+        return compare_runs(args.compare, load_run(_bad_input, args.against), args.against)
+    if args.compare:
+        load_run(_bad_input, args.compare)     # bad input fails before the run
     start = time.monotonic()
     signal.signal(signal.SIGTERM, _terminate)
     mutated = None
@@ -230,7 +271,8 @@ def main(argv):
             # Only a run that wrote its results leaves its mutant for the next.
             tree.keep_mutant(mutated, args.mutant)
             mutated = None
-        return 0 if verdict.verdict == "pass" else 1
+        regressed = compare_runs(args.compare, verdict.to_json(), "this run") if args.compare else 0
+        return 0 if verdict.verdict == "pass" and not regressed else 1
     except GateError as e:
         print(f"gate: {e}", file=sys.stderr)
         if args.json:
