@@ -42,6 +42,9 @@ def parse_args(argv):
     ap.add_argument("--filter", default="", metavar="GLOB",
                     help="KUnit suite/case glob as kunit.py's filter_glob, e.g. 'pmd_ptlock_deposit.*'")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--kcidb", metavar="FILE",
+                    help="also write the run as a KCIDB report (KernelCI's schema v4: checkout, "
+                         "one build per configuration, one test per result)")
     ap.add_argument("--compare", metavar="OLD.json",
                     help="after the run, print what changed against an earlier run's --json "
                          "(new failures, fixed, new skips, timing ratios); a new failure makes "
@@ -102,7 +105,8 @@ def parse_args(argv):
         ap.error("--against needs --compare")
     common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball),
                                          ("--compare", args.compare), ("--against", args.against)],
-                        dirs=[("--patches", args.patches)], outputs=[("--json", args.json)])
+                        dirs=[("--patches", args.patches)],
+                        outputs=[("--json", args.json), ("--kcidb", args.kcidb)])
     if not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
         ap.error(f"--patches {args.patches}: no NNNN-*.patch files in it")
     if args.keep_mutant and not args.mutant:
@@ -267,6 +271,11 @@ def main(argv):
         if args.json:
             verdict.write_json(args.json)
             say(f"gate: JSON written to {args.json}")
+        if args.kcidb:
+            from gatelib import kcidb
+            common.write_json(args.kcidb, kcidb.report(verdict.to_json(), patches,
+                                                       tree.pristine_id(src.path)))
+            say(f"gate: KCIDB report written to {args.kcidb}")
         if args.keep_mutant:
             # Only a run that wrote its results leaves its mutant for the next.
             tree.keep_mutant(mutated, args.mutant)
