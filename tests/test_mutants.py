@@ -146,6 +146,16 @@ class Classifying(unittest.TestCase):
             ("kselftest", "(guest)", "guest finished", "fail", "guest hung: killed after 600 s")), BASE)
         self.assertEqual(st, "timeout")
 
+    def test_a_guest_stopped_early_after_a_stall_is_a_timeout_too(self):
+        st, by = mutants.classify(run_doc(
+            ("kselftest", "(guest)", "guest finished", "fail",
+             "guest stopped early: quiet for 30 s after a fatal report (rcu: INFO: rcu_sched "
+             "detected stalls on CPUs/tasks:) (bound 240 s)"),
+            ("console", "guest console", "stall (line 80)", "fail", "rcu: INFO: rcu_sched detected")),
+            BASE)
+        self.assertEqual(st, "timeout")
+        self.assertIn("rcu_sched", by)
+
     def test_a_build_failure_is_invalid_with_its_first_error_line(self):
         st, why = mutants.classify(run_doc(
             ("console", "(gate)", "kernel build", "fail",

@@ -133,6 +133,9 @@ class MutantsOnRealRuns(unittest.TestCase):
 
     def test_a_mutant_that_hangs_the_guest_is_a_timeout_and_counts_as_killed(self):
         m = self.by["hang"]
+        # It spins with a lock held: killed at the bound, or stopped 30 s
+        # after the RCU stall report when one is printed (seen in one CI
+        # run at 67 s, not in the next): a hang either way.
         self.assertEqual(m["status"], "timeout", m)
 
     def test_the_score_counts_killed_and_timeouts_over_the_valid_ones(self):

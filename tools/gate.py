@@ -71,6 +71,11 @@ def parse_args(argv):
                          "next run of anything else resets the tree")
     ap.add_argument("--only", choices=["kunit", "kselftest"],
                     help="run only the KUnit suite or only the kselftest guest")
+    ap.add_argument("--source", metavar="DIR",
+                    help="gate a kernel git checkout's HEAD commit instead of the distro tarball "
+                         "(the gate works in its own clone in the cache; DIR is only read)")
+    ap.add_argument("--apply", nargs="+", metavar="PATCH", default=[],
+                    help="patches to git am on top of the series (e.g. a patch under review)")
     ap.add_argument("--tarball", metavar="FILE",
                     help="kernel source tarball (default /usr/src/linux-source-6.12.tar.xz)")
     ap.add_argument("--patches", metavar="DIR", default=series.PATCH_DIR,
@@ -103,6 +108,10 @@ def parse_args(argv):
         ap.error(str(e))
     if args.against and not args.compare:
         ap.error("--against needs --compare")
+    if args.source and args.tarball:
+        ap.error("--source and --tarball both name the tree: give one")
+    common.check_inputs(ap, args, files=[("--apply", p) for p in args.apply],
+                        dirs=[("--source", args.source)])
     common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball),
                                          ("--compare", args.compare), ("--against", args.against)],
                         dirs=[("--patches", args.patches)],
@@ -117,7 +126,7 @@ def parse_args(argv):
 def build_config(src, cfg, cache, jobs):
     """Configure and build the configuration's one kernel."""
     return kbuild.build(src.path, src.version, common.config_fragments(cfg),
-                        cache.kernel_build(src.version, cfg), cache.logs(src.version, cfg),
+                        cache.kernel_build(src.cache_key, cfg), cache.logs(src.cache_key, cfg),
                         cache, jobs)
 
 
@@ -166,7 +175,7 @@ def selftests_builder(src, cache, jobs):
     def get():
         if "dir" not in done:
             env = cache.build_env()
-            build = cache.selftests_build(src.version)
+            build = cache.selftests_build(src.cache_key)
             key = tree.userspace_key(src.path)
             stamp = os.path.join(build, ".gate-selftests-key")
             runner = os.path.join(build, kbuild.INSTALL, "run_kselftest.sh")
@@ -177,8 +186,8 @@ def selftests_builder(src, cache, jobs):
                     os.unlink(stamp)
                 # Only for `make headers`: any configuration will do.
                 kbuild.configure(src.path, build, [os.path.join(CONFIG_DIR, "guest.config")],
-                                 cache.logs(src.version), env)
-                kbuild.build_selftests(src.path, build, cache.logs(src.version), env, jobs)
+                                 cache.logs(src.cache_key), env)
+                kbuild.build_selftests(src.path, build, cache.logs(src.cache_key), env, jobs)
                 with open(stamp, "w") as f:
                     f.write(key)
             done["dir"] = build
@@ -237,8 +246,10 @@ def main(argv):
     mutated = None
     try:
         cache = open_locked(args.cache, args.no_install)
-        tarball = tree.find_tarball(args.tarball, install=not args.no_install)
-        src = tree.prepare(cache, tarball)
+        if args.source:
+            src = tree.prepare_checkout(cache, args.source)
+        else:
+            src = tree.prepare(cache, tree.find_tarball(args.tarball, install=not args.no_install))
         version = src.version
         say(f"tree: linux {version} at {src.path}")
         if os.path.abspath(args.patches) == series.PATCH_DIR:
@@ -247,7 +258,7 @@ def main(argv):
             if drift:
                 raise GateError(f"patches/ is stale against kunit/, selftests/ or series/ "
                                 f"({', '.join(drift)}): run tools/mkpatches")
-        patches = tree.series_files(args.patches)
+        patches = tree.series_files(args.patches) + [os.path.abspath(p) for p in args.apply]
         if args.mutant and tree.mutant_kept(src.path, patches, args.mutant):
             # Left in place by the previous run of this very mutant: same build.
             mutated = src.path
@@ -267,7 +278,7 @@ def main(argv):
             run_config(args, src, cfg, cache, jobs, verdict, selftests)
 
         print(verdict.table())
-        say(f"gate: {int(time.monotonic() - start)} s; logs in {cache.logs(src.version)}")
+        say(f"gate: {int(time.monotonic() - start)} s; logs in {cache.logs(src.cache_key)}")
         if args.json:
             verdict.write_json(args.json)
             say(f"gate: JSON written to {args.json}")

@@ -62,6 +62,9 @@ def parse_args(argv):
     # --timeout, passed to the gate: a mutant that hangs a guest costs this
     # much (upstream's categories took 333 s to more than 480 s in a TCG guest).
     common.add_shared_options(ap, "--timeout", "--cache", "--no-install", timeout=900)
+    ap.add_argument("--source", metavar="DIR",
+                    help="run the mutants on a kernel git checkout's HEAD instead of the distro "
+                         "tarball (as tools/gate --source: DIR is only read)")
     ap.add_argument("--records", metavar="DIR",
                     help="where results are stored and --resume looks for them (default: the "
                          "cache's mutate/); a directory in the repo (docs/mutate/records) carries "
@@ -75,7 +78,8 @@ def parse_args(argv):
             args.cache = Cache(args.cache).root
         except GateError as e:
             ap.error(str(e))
-    common.check_inputs(ap, args, files=[("mutant", f) for f in args.files] +
+    common.check_inputs(ap, args, dirs=[("--source", args.source)],
+                        files=[("mutant", f) for f in args.files] +
                         [("--merge", f) for f in args.merge or []],
                         outputs=[("--json", args.json), ("--markdown", args.markdown)])
     return args
@@ -105,6 +109,8 @@ def gate(args, suite, config, out_json, log, mutant=None, keep=False):
         cmd += ["--cache", args.cache]
     if args.no_install:
         cmd.append("--no-install")
+    if args.source:
+        cmd += ["--source", args.source]
     if mutant:
         cmd += ["--mutant", mutant] + (["--keep-mutant"] if keep else [])
     if os.path.exists(out_json):
@@ -280,7 +286,8 @@ def main(argv):
     results, baselines = [], {}
     src, version = None, "unknown"
     try:
-        src = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
+        src = (tree.prepare_checkout(cache, args.source) if args.source else
+               tree.prepare(cache, tree.find_tarball(install=not args.no_install)))
         version = src.version
         source = (version, src.pristine_id())
         for m in todo:

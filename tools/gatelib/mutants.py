@@ -12,7 +12,8 @@ HEADER_KEYS = ("mutant", "behaviour", "config", "reach", "killers", "equivalent"
 # rows or another status, and only then are stored results measured again.
 # 3: lean kernels, kselftests from a host install, early stop after a fatal
 # report, skips of ours outside the configuration's rules fail.
-CLASSIFIER_VERSION = "3"
+# 4: a guest stopped early (quiet after a fatal report) is a hang: timeout.
+CLASSIFIER_VERSION = "4"
 STATUSES = ("killed", "survived", "invalid", "timeout", "equivalent")
 
 
@@ -94,7 +95,9 @@ def classify(data, baseline):
     for r in data["results"]:
         if r["status"] != "fail" or _row_id(r) in base_fail:
             continue
-        if "hung" in r["reason"] and r["suite"] == "(guest)":
+        if r["suite"] == "(guest)" and ("hung" in r["reason"] or "stopped early" in r["reason"]):
+            # Killed at its bound, or stopped early once it went quiet after
+            # a fatal report: either way the mutant hung the guest.
             hung = True
         what = f"{r['suite']}.{r['name']}" if r["kind"] == "kunit" else f"{r['suite']}: {r['name']}"
         if r["kind"] == "console":

@@ -48,7 +48,8 @@ def makefile_version(tree):
 
 def check_version(version):
     if not re.fullmatch(r"6\.12\.\d+", version):
-        raise GateError(f"tree version {version} is not 6.12.y: the series targets {PACKAGE}")
+        raise GateError(f"tree version {version} is not 6.12.y: the series targets {PACKAGE} "
+                        f"(no series for its API yet)")
 
 
 def find_tarball(explicit=None, install=True):
@@ -77,14 +78,69 @@ def _stamp_of(tarball, version):
 @dataclass(frozen=True)
 class Source:
     """A kernel tree the gate works on: a git tree in the cache whose tag
-    pristine holds the tarball's contents, and its version (from its
-    Makefile)."""
+    pristine holds what is gated (a tarball's contents, or the HEAD commit
+    of a developer's checkout), its version (from its Makefile), and the
+    key its builds and logs are kept under in the cache."""
     path: str
     version: str
+    key: str = ""
+
+    @property
+    def cache_key(self) -> str:
+        return self.key or self.version
 
     def pristine_id(self) -> str:
-        """The pristine commit's tree: which tarball's contents these are."""
+        """The pristine commit's tree: which contents these are."""
         return pristine_id(self.path)
+
+
+def prepare_checkout(cache: Cache, repo: str) -> Source:
+    """A developer's kernel git checkout, gated without touching it: the
+    cache keeps its own clone, tags the checkout's HEAD commit pristine in
+    it, and every run works there (the checkout's files, index, branch and
+    stash are only read). Uncommitted changes are not gated (say so)."""
+    repo = os.path.realpath(repo)
+    top = git(repo, "rev-parse", "--show-toplevel", check=False)
+    if top.returncode != 0 or os.path.realpath(top.stdout.strip()) != repo:
+        raise GateError(f"--source {repo}: not the top of a git checkout")
+    head = git(repo, "rev-parse", "--verify", "-q", "HEAD", check=False).stdout.strip()
+    if not head:
+        raise GateError(f"--source {repo}: the checkout has no commit")
+    version = _version_of_commit(repo, head)
+    check_version(version)
+    if git(repo, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no",
+           check=False).stdout.strip():
+        say(f"tree: {repo} has uncommitted changes: they are not gated (commit them, "
+            f"or pass them as a patch with --apply)")
+    key = "checkout-" + hashlib.sha256(repo.encode()).hexdigest()[:12]
+    tree = os.path.join(cache.src_root(), key)
+    if not os.path.isdir(os.path.join(tree, ".git")):
+        if os.path.exists(tree):
+            shutil.rmtree(tree)
+        say(f"tree: cloning {repo} into {tree} (objects hard-linked, nothing written there)")
+        git(cache.src_root(), "clone", "-q", "--no-checkout", "--local", repo, tree)
+    stamp_path = os.path.join(tree, ".git", STAMP)
+    recorded = open(stamp_path).read().strip() if os.path.isfile(stamp_path) else ""
+    if recorded != f"{version} {head}":
+        git(tree, "fetch", "-q", repo, "HEAD")
+        fetched = git(tree, "rev-parse", "FETCH_HEAD").stdout.strip()
+        if fetched != head:
+            raise GateError(f"--source {repo}: HEAD moved while it was being fetched; run again")
+        git(tree, "tag", "-f", PRISTINE_TAG, head)
+        with open(stamp_path, "w") as f:
+            f.write(f"{version} {head}\n")
+    return Source(tree, version, f"{version}-{key}")
+
+
+def _version_of_commit(repo, commit):
+    """VERSION.PATCHLEVEL.SUBLEVEL of the Makefile in a commit."""
+    r = git(repo, "show", f"{commit}:Makefile", check=False)
+    if r.returncode != 0:
+        raise GateError(f"--source {repo}: no top-level Makefile in HEAD: not a kernel tree")
+    vals = dict(re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)\s*$", r.stdout, re.M))
+    if len(vals) != 3:
+        raise GateError(f"--source {repo}: its Makefile has no VERSION/PATCHLEVEL/SUBLEVEL")
+    return f"{vals['VERSION']}.{vals['PATCHLEVEL']}.{vals['SUBLEVEL'] or 0}"
 
 
 def prepare(cache: Cache, tarball: str) -> Source:
