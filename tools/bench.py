@@ -430,7 +430,7 @@ def build_kernels(src, cache, jobs):
         # kunit.enable=0) plus one symbol: the split kernel then shares
         # nearly every object with the gate's default build in ccache.
         frags = common.config_fragments("default") + [os.path.join(BENCH, f"{name}.config")]
-        out[name] = kbuild.build(src.path, src.version, frags,
+        out[name] = kbuild.build(src.path, frags,
                                  cache.bench_build(src.version, name),
                                  cache.logs(src.version, f"bench-{name}"), cache, jobs)
     if (out["split"].facts["SPLIT_PMD_PTLOCKS"] != "y"

@@ -71,9 +71,6 @@ def parse_args(argv):
                          "next run of anything else resets the tree")
     ap.add_argument("--only", choices=["kunit", "kselftest"],
                     help="run only the KUnit suite or only the kselftest guest")
-    ap.add_argument("--source", metavar="DIR",
-                    help="gate a kernel git checkout's HEAD commit instead of the distro tarball "
-                         "(the gate works in its own clone in the cache; DIR is only read)")
     ap.add_argument("--apply", nargs="+", metavar="PATCH", default=[],
                     help="patches to git am on top of the series (e.g. a patch under review)")
     ap.add_argument("--tarball", metavar="FILE",
@@ -86,7 +83,8 @@ def parse_args(argv):
     ap.add_argument("--qemu-args", default="", metavar="ARGS", help="extra QEMU arguments (one string)")
     # --timeout's default: 600, with --suite upstream 900 (its thp, mremap and
     # cow categories took 333 s to more than 480 s in a TCG guest here).
-    common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install")
+    common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install",
+                              "--source")
     args = ap.parse_args(argv)
     if args.timeout is None:
         args.timeout = 900 if args.suite == "upstream" else 600
@@ -110,11 +108,10 @@ def parse_args(argv):
         ap.error("--against needs --compare")
     if args.source and args.tarball:
         ap.error("--source and --tarball both name the tree: give one")
-    common.check_inputs(ap, args, files=[("--apply", p) for p in args.apply],
-                        dirs=[("--source", args.source)])
     common.check_inputs(ap, args, files=[("--mutant", args.mutant), ("--tarball", args.tarball),
-                                         ("--compare", args.compare), ("--against", args.against)],
-                        dirs=[("--patches", args.patches)],
+                                         ("--compare", args.compare), ("--against", args.against)]
+                        + [("--apply", p) for p in args.apply],
+                        dirs=[("--patches", args.patches), ("--source", args.source)],
                         outputs=[("--json", args.json), ("--kcidb", args.kcidb)])
     if not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
         ap.error(f"--patches {args.patches}: no NNNN-*.patch files in it")
@@ -125,7 +122,7 @@ def parse_args(argv):
 
 def build_config(src, cfg, cache, jobs):
     """Configure and build the configuration's one kernel."""
-    return kbuild.build(src.path, src.version, common.config_fragments(cfg),
+    return kbuild.build(src.path, common.config_fragments(cfg),
                         cache.kernel_build(src.cache_key, cfg), cache.logs(src.cache_key, cfg),
                         cache, jobs)
 
@@ -179,7 +176,7 @@ def selftests_builder(src, cache, jobs):
             key = tree.userspace_key(src.path)
             stamp = os.path.join(build, ".gate-selftests-key")
             runner = os.path.join(build, kbuild.INSTALL, "run_kselftest.sh")
-            if os.path.isfile(runner) and _read(stamp) == key:
+            if os.path.isfile(runner) and (guest.read(stamp) or "").strip() == key:
                 say(f"guest: selftests/mm unchanged since its last build ({key[:12]}): reused")
             else:
                 if os.path.exists(stamp):
@@ -193,14 +190,6 @@ def selftests_builder(src, cache, jobs):
             done["dir"] = build
         return done["dir"]
     return get
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def _terminate(signum, frame):

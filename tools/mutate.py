@@ -61,10 +61,7 @@ def parse_args(argv):
                     help="fold shard results into one table and score (runs nothing)")
     # --timeout, passed to the gate: a mutant that hangs a guest costs this
     # much (upstream's categories took 333 s to more than 480 s in a TCG guest).
-    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", timeout=900)
-    ap.add_argument("--source", metavar="DIR",
-                    help="run the mutants on a kernel git checkout's HEAD instead of the distro "
-                         "tarball (as tools/gate --source: DIR is only read)")
+    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", "--source", timeout=900)
     ap.add_argument("--records", metavar="DIR",
                     help="where results are stored and --resume looks for them (default: the "
                          "cache's mutate/); a directory in the repo (docs/mutate/records) carries "

@@ -165,6 +165,10 @@ SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
                     help="QEMU accelerator (default tcg; kvm only where it is known to boot: "
                          "nested KVM hangs silently on this machine kind)"),
     "--jobs": dict(type=int, default=0, metavar="N", help="make -j (default: CPUs)"),
+    "--source": dict(metavar="DIR",
+                     help="a kernel git checkout: its HEAD commit is what runs, instead of the "
+                          "distro tarball (the gate works in its own clone in the cache; DIR "
+                          "is only read)"),
 }
 
 

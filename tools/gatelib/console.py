@@ -36,18 +36,22 @@ PATTERNS = [
 TAP_LINE = re.compile(r"^\s*(#|ok\b|not ok\b|K?TAP version|1\.\.)")
 
 
+def finding(raw):
+    """(id, the line without its timestamp) of a console line that is a
+    kernel report, else None."""
+    line = TIMESTAMP.sub("", raw.rstrip("\r\n"))
+    if TAP_LINE.match(line):
+        return None
+    for pid, pat in PATTERNS:
+        if pat.search(line):
+            return pid, line.strip()
+    return None
+
+
 def scan(text, source):
     """Findings as (id, source, line number, line) for every matching console line."""
-    findings = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = TIMESTAMP.sub("", raw.rstrip("\r"))
-        if TAP_LINE.match(line):
-            continue
-        for pid, pat in PATTERNS:
-            if pat.search(line):
-                findings.append((pid, source, n, line.strip()))
-                break
-    return findings
+    found = ((n, finding(raw)) for n, raw in enumerate(text.splitlines(), 1))
+    return [(f[0], source, n, f[1]) for n, f in found if f]
 
 
 def results(text, source):
@@ -68,13 +72,8 @@ FATAL = {"bug", "kernel-bug", "panic", "oops", "stall"}
 
 def fatal(line):
     """The finding id of a console line that is a fatal report, else None."""
-    line = TIMESTAMP.sub("", line.rstrip("\r\n"))
-    if TAP_LINE.match(line):
-        return None
-    for pid, pat in PATTERNS:
-        if pat.search(line):
-            return pid if pid in FATAL else None
-    return None
+    f = finding(line)
+    return f[0] if f and f[0] in FATAL else None
 
 
 class QuietAfterFatal:
@@ -93,6 +92,11 @@ class QuietAfterFatal:
         self.last_output = self.clock()
         if self.first is None and fatal(line):
             self.first = TIMESTAMP.sub("", line.strip())[:160]
+
+    def stopped(self, bound):
+        """A guest row's reason once run_logged stopped the guest for it."""
+        return (f"guest stopped early: {self.check() or 'quiet after a fatal report'} "
+                f"(bound {bound} s)")
 
     def _progressed(self):
         moved = False

@@ -65,8 +65,7 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
     try:
         run_logged(cmd, console_log, "guest", timeout, heartbeat=30, watch=watch)
     except StepStopped:
-        hung = (f"guest stopped early: {watch.check() or 'quiet after a fatal report'} "
-                f"(bound {timeout} s)")
+        hung = watch.stopped(timeout)
     except StepTimeout:
         hung = f"guest hung: killed after {timeout} s"
     with open(console_log, errors="replace") as f:
@@ -83,9 +82,9 @@ def run_script(tree, build, kernel, run_dir, script, *, accel, smp, timeout, mem
                                           accel=accel, smp=smp, timeout=timeout,
                                           extra_qemu=extra_qemu, mem=mem,
                                           files={"run.sh": script})
-    status = _read(os.path.join(out, "status"))
+    status = read(os.path.join(out, "status"))
     return (int(status) if status and status.strip().isdigit() else None,
-            _read(os.path.join(out, "run.log")) or "", console_text, secs, hung)
+            read(os.path.join(out, "run.log")) or "", console_text, secs, hung)
 
 
 def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu="", mem="2G",
@@ -96,11 +95,11 @@ def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu
                                           accel=accel, smp=smp, timeout=timeout,
                                           extra_qemu=extra_qemu, mem=mem)
     facts = {"guest_s": secs}
-    thp = _read(os.path.join(out, "thp"))
+    thp = read(os.path.join(out, "thp"))
     if thp:
         facts["thp"] = thp.strip()
-    status = _read(os.path.join(out, "status"))
-    log = _read(os.path.join(out, "kselftest.log"))
+    status = read(os.path.join(out, "status"))
+    log = read(os.path.join(out, "kselftest.log"))
     rows = ktap.kselftest_rows(log or "")
     if hung:
         rows.append(row("(guest)", "guest finished", "fail", hung))
@@ -112,7 +111,8 @@ def boot(tree, build, kernel, run_dir, items, *, accel, smp, timeout, extra_qemu
     return rows, console_text, facts
 
 
-def _read(path):
+def read(path):
+    """A file the guest wrote (or any), or None when it is not there."""
     try:
         with open(path, errors="replace") as f:
             return f.read()

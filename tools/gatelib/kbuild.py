@@ -183,7 +183,7 @@ class KernelBuild:
     facts: Dict[str, object] = field(default_factory=dict)
 
 
-def build(source_path: str, version: str, fragments: Sequence[str], build_dir: str,
+def build(source_path: str, fragments: Sequence[str], build_dir: str,
           log_dir: str, cache: Cache, jobs: int) -> KernelBuild:
     """Configure build_dir from the fragments and build its kernel."""
     env = cache.build_env()

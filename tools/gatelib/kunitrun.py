@@ -48,8 +48,7 @@ def run(tree, build_dir, kunitconfig, log_dir, *, cache, filter_glob="", timeout
     try:
         run_logged(cmd, exec_log, "kunit boot", timeout + 60, cwd=tree, env=env, watch=watch)
     except StepStopped:
-        hung = (f"guest stopped early: {watch.check() or 'quiet after a fatal report'} "
-                f"(bound {timeout} s)")
+        hung = watch.stopped(timeout)
     except StepTimeout as e:
         hung = str(e)
     facts = {"kunit_exec_s": round(time.monotonic() - t0)}

@@ -28,22 +28,26 @@ APPLIED = "pmd-gate-applied"  # in .git/: "<series digest> <HEAD>" after a clean
 KEPT = "pmd-gate-kept-mutant"  # in .git/: "<mutant digest> <working tree digest>"
 
 
+def version_of(makefile_text):
+    """VERSION.PATCHLEVEL.SUBLEVEL of a top Makefile's text, or None."""
+    vals: dict = {}
+    for k, v in re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)\s*$", makefile_text, re.M):
+        vals.setdefault(k, v or "0")
+    if len(vals) != 3:
+        return None
+    return f"{vals['VERSION']}.{vals['PATCHLEVEL']}.{vals['SUBLEVEL']}"
+
+
 def makefile_version(tree):
     """VERSION.PATCHLEVEL.SUBLEVEL from a tree's top Makefile."""
-    vals = {}
     try:
         with open(os.path.join(tree, "Makefile")) as f:
-            for line in f:
-                m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)\s*$", line)
-                if m:
-                    vals[m.group(1)] = m.group(2) or "0"
-                if len(vals) == 3:
-                    break
+            version = version_of(f.read())
     except OSError:
         raise GateError(f"{tree} has no top-level Makefile: not a kernel tree") from None
-    if len(vals) != 3:
+    if version is None:
         raise GateError(f"{tree}/Makefile has no VERSION/PATCHLEVEL/SUBLEVEL: not a kernel tree")
-    return f"{vals['VERSION']}.{vals['PATCHLEVEL']}.{vals['SUBLEVEL']}"
+    return version
 
 
 def check_version(version):
@@ -137,10 +141,10 @@ def _version_of_commit(repo, commit):
     r = git(repo, "show", f"{commit}:Makefile", check=False)
     if r.returncode != 0:
         raise GateError(f"--source {repo}: no top-level Makefile in HEAD: not a kernel tree")
-    vals = dict(re.findall(r"^(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)\s*$", r.stdout, re.M))
-    if len(vals) != 3:
+    version = version_of(r.stdout)
+    if version is None:
         raise GateError(f"--source {repo}: its Makefile has no VERSION/PATCHLEVEL/SUBLEVEL")
-    return f"{vals['VERSION']}.{vals['PATCHLEVEL']}.{vals['SUBLEVEL'] or 0}"
+    return version
 
 
 def prepare(cache: Cache, tarball: str) -> Source:
