@@ -180,6 +180,13 @@ static void *walk_thread(void *arg)
 	return NULL;
 }
 
+/* A rate over no measured time would print inf, which is not JSON. */
+static int too_fast(void)
+{
+	fprintf(stderr, "pmdbench: the clock saw no time pass; raise -n/-b/-r or fix the clock source\n");
+	return 4;
+}
+
 static double run_threads(void *(*fn)(void *), double secs)
 {
 	pthread_t tid[MAX_THREADS];
@@ -320,6 +327,8 @@ int main(int argc, char **argv)
 			for (off = 0; off < len; off += CHUNK)
 				clear_chunk(p + off);
 		secs = now() - t0;
+		if (secs <= 0)
+			return too_fast();
 		printf("{\"workload\":\"clear\",\"bytes\":%zu,\"rounds\":%d,\"wall_s\":%.6f,"
 		       "\"bytes_per_s\":%.0f,\"pages_2m_per_s\":%.1f}\n",
 		       len, rounds, secs, (double)len * rounds / secs,
@@ -384,6 +393,8 @@ int main(int argc, char **argv)
 			ops += done[t];
 		iters = ops / nthreads;		/* timed: the mean per thread */
 	}
+	if (secs <= 0)
+		return too_fast();
 	printf("{\"workload\":\"%s\",\"threads\":%d,\"bytes\":%lu,\"layout\":\"%s\","
 	       "\"thp\":\"%s\",\"rounds\":%d,\"iters\":%lu,\"wall_s\":%.6f,\"faults\":%ld,"
 	       "\"faults_per_s\":%.1f,\"ops_per_s\":%.1f,\"bytes_per_s\":%.0f,"

@@ -645,8 +645,12 @@ def main_guest(args):
                 for line in output.splitlines():
                     kind, _, js = line.partition(" ")
                     if kind in ("fault", "walk", "clear") and js.startswith("{"):
-                        runs.append({"round": rnd, "case": letter, "kind": kind,
-                                     "data": json.loads(js)})
+                        try:
+                            data = json.loads(js)
+                        except ValueError as e:
+                            raise GateError(f"case {letter} round {rnd}: unreadable result "
+                                            f"({e}): {js}") from None
+                        runs.append({"round": rnd, "case": letter, "kind": kind, "data": data})
         if consoles:
             raise GateError(f"a benchmark guest reported a kernel problem: {consoles[0]}")
         want = args.rounds * len(CASES) * len(args.sweep)

@@ -27,6 +27,10 @@ def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
         # An Oops ends the guest at once (panic=-1 reboots, -no-reboot exits)
         # instead of leaving it to hang on a lock the dead task held.
         "oops=panic", "panic=-1", "kunit.enable=0", "printk.time=1",
+        # Under TCG the jiffies watchdog loses ticks and marks the TSC
+        # unstable, leaving a 4 ms clock (timed loops then read 0 s); QEMU's
+        # TCG TSC follows the host clock, so trust it.
+        "tsc=reliable",
     ])
     cmd = ["qemu-system-x86_64", "-nodefaults", "-nographic", "-no-reboot",
            "-m", mem, "-smp", str(smp), "-serial", "stdio", "-kernel", kernel, "-append", append,
