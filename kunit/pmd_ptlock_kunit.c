@@ -2,8 +2,8 @@
 /*
  * KUnit tests for the split PMD page-table lock.
  *
- * With CONFIG_SPLIT_PMD_PTLOCKS every PMD table carries its own spinlock
- * (ptdesc->ptl) and its own queue of PTE tables deposited for THP
+ * With CONFIG_SPLIT_PMD_PTLOCKS every PMD table of a user mm carries its own
+ * spinlock (ptdesc->ptl) and its own queue of PTE tables deposited for THP
  * (ptdesc->pmd_huge_pte); without it both are per mm (mm->page_table_lock,
  * mm->pmd_huge_pte). The cases build real page tables in a real mm through
  * the kernel's own allocation path and check lock identity, the deposit
@@ -12,6 +12,7 @@
  */
 
 #include <kunit/test.h>
+#include <kunit/test-bug.h>
 #include <linux/debug_locks.h>
 #include <linux/debugfs.h>
 #include <linux/fault-inject.h>
@@ -19,6 +20,7 @@
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/pgtable.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
@@ -26,8 +28,8 @@
 #include <asm/pgalloc.h>
 #include <asm/tlb.h>
 
-#include "internal.h"
-#include "slab.h"
+#include "../internal.h"
+#include "../slab.h"
 
 /*
  * User addresses 1 GiB (PUD_SIZE) apart are mapped by different PMD tables;
@@ -54,11 +56,49 @@ static const bool thp = IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE);
 #define PT_TABLE_LOCK(ptdesc)	((void)(ptdesc), (spinlock_t *)NULL)
 #endif
 
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+/*
+ * A PMD table must be freed with an empty deposit queue: each THP mapped
+ * through it withdrew its PTE table as it went, or that table is lost. The
+ * free path does not look at the queue, so check every PMD table the case
+ * built (walking down, allocating nothing) before the tables go.
+ */
+static void pt_expect_no_deposit_left(struct mm_struct *mm)
+{
+	struct kunit *test = kunit_get_current_test();
+	unsigned long addr;
+
+	if (!test)
+		return;
+	for (addr = PT_FIRST; addr < PT_END; addr += PUD_SIZE) {
+		pgd_t *pgd = pgd_offset(mm, addr);
+		p4d_t *p4d;
+		pud_t *pud;
+
+		if (pgd_none(*pgd))
+			continue;
+		p4d = p4d_offset(pgd, addr);
+		if (p4d_none(*p4d))
+			continue;
+		pud = pud_offset(p4d, addr);
+		if (pud_none(*pud))
+			continue;
+		/* No PTE table is left deposited in a PMD table being freed. */
+		KUNIT_EXPECT_NULL_MSG(test, pmd_huge_pte(mm, pmd_offset(pud, addr)),
+				      "deposit left in the PMD table at %#lx",
+				      addr);
+	}
+}
+#else
+static void pt_expect_no_deposit_left(struct mm_struct *mm) { }
+#endif
+
 static void pt_mm_release(void *data)
 {
 	struct mm_struct *mm = data;
 	struct mmu_gather tlb;
 
+	pt_expect_no_deposit_left(mm);
 	/*
 	 * exit_mmap() skips free_pgtables() for an mm without VMAs: free the
 	 * tables the case built, or check_mm() reports non-zero pgtables_bytes.
@@ -68,6 +108,11 @@ static void pt_mm_release(void *data)
 		       USER_PGTABLES_CEILING);
 	tlb_finish_mmu(&tlb);
 	mmput(mm);
+	/*
+	 * Page tables go back after a grace period (MMU_GATHER_RCU_TABLE_FREE):
+	 * wait for them, so that no later case sees NR_PAGETABLE move under it.
+	 */
+	rcu_barrier();
 }
 
 /* A real mm from fork's own constructor, torn down when the case ends. */
@@ -569,7 +614,7 @@ static void withdraws_return_every_deposit_exactly_once(struct kunit *test)
 #else /* !CONFIG_TRANSPARENT_HUGEPAGE */
 
 /*
- * The deposit queue exists only for THP, which 6.12 does not offer with
+ * The deposit queue exists only for THP, which is not offered with
  * PREEMPT_RT: the cases are there, and say why they cannot run.
  */
 static void pt_skip_without_thp(struct kunit *test)
@@ -635,12 +680,16 @@ static struct ptdesc *pt_ptdesc_alloc(struct kunit *test)
 /* Catches: a ctor that leaves the page untyped (PageTable() false). */
 static void pmd_ctor_marks_the_page_a_page_table(struct kunit *test)
 {
+	struct mm_struct *mm = pt_mm_alloc(test);
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 
+	/* A page fresh from the allocator is not typed a page table. */
 	KUNIT_ASSERT_FALSE(test, folio_test_pgtable(ptdesc_folio(ptdesc)));
-	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
+	/* Constructing a user PMD table succeeds with memory to spare. */
+	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(mm, ptdesc));
+	/* The ctor types the page a page table. */
 	KUNIT_EXPECT_TRUE(test, folio_test_pgtable(ptdesc_folio(ptdesc)));
-	pagetable_pmd_dtor(ptdesc);
+	pagetable_dtor(ptdesc);
 }
 
 /*
@@ -649,12 +698,15 @@ static void pmd_ctor_marks_the_page_a_page_table(struct kunit *test)
  */
 static void pmd_ctor_resets_a_garbage_deposit_queue(struct kunit *test)
 {
+	struct mm_struct *mm = pt_mm_alloc(test);
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 
 	/* The field overlays page->lru, which the page allocator leaves dirty. */
 	ptdesc->pmd_huge_pte = PT_GARBAGE;
-	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
+	/* Constructing a user PMD table succeeds with memory to spare. */
+	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(mm, ptdesc));
 	if (split_pmd && thp) {
+		/* The table's own deposit queue starts empty. */
 		KUNIT_EXPECT_NULL(test, ptdesc->pmd_huge_pte);
 	} else {
 		/*
@@ -664,7 +716,7 @@ static void pmd_ctor_resets_a_garbage_deposit_queue(struct kunit *test)
 		KUNIT_EXPECT_PTR_EQ(test, ptdesc->pmd_huge_pte, PT_GARBAGE);
 		ptdesc->pmd_huge_pte = NULL;
 	}
-	pagetable_pmd_dtor(ptdesc);
+	pagetable_dtor(ptdesc);
 }
 
 /*
@@ -673,45 +725,88 @@ static void pmd_ctor_resets_a_garbage_deposit_queue(struct kunit *test)
  */
 static void pmd_ctor_initialises_a_usable_ptlock(struct kunit *test)
 {
+	struct mm_struct *mm = pt_mm_alloc(test);
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 	pmd_t *table = ptdesc_address(ptdesc);
 	spinlock_t *ptl;	/* the lock the ctor set up */
 	bool taken, held;	/* checked once it is released again */
 
-	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
+	/* Constructing a user PMD table succeeds with memory to spare. */
+	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(mm, ptdesc));
 	if (split_pmd) {
 		ptl = PT_TABLE_LOCK(ptdesc);
+		/* A user PMD table has a lock of its own... */
 		KUNIT_ASSERT_NOT_NULL(test, ptl);
-		/* Initialised unlocked: it can be taken, and released. */
+		/* ...initialised unlocked... */
 		KUNIT_EXPECT_FALSE(test, spin_is_locked(ptl));
 		taken = spin_trylock(ptl);
 		held = spin_is_locked(ptl);
 		if (taken)
 			spin_unlock(ptl);
+		/* ...which can be taken... */
 		KUNIT_EXPECT_TRUE(test, taken);
+		/* ...and is then held. */
 		KUNIT_EXPECT_TRUE(test, held);
 		/* pmd_lockptr() of any entry of this page finds this lock. */
 		KUNIT_EXPECT_PTR_EQ(test, pmd_lockptr(NULL, table + 7), ptl);
 	} else {
-		struct mm_struct *mm = pt_mm_alloc(test);
-
 		/* No per-table lock to set up: the mm's lock serves the table. */
 		KUNIT_EXPECT_PTR_EQ(test, pmd_lockptr(mm, table + 7),
 				    &mm->page_table_lock);
 	}
-	pagetable_pmd_dtor(ptdesc);
+	pagetable_dtor(ptdesc);
+}
+
+/* What a page-table page's lock word might hold before construction. */
+#define PT_PTL_POISON	0x5a5a5a5a5a5a5a5aUL
+
+/*
+ * Kernel page tables are serialised by init_mm.page_table_lock, never by
+ * pmd_lock(): pagetable_pmd_ctor() sets up no split lock for init_mm's
+ * PMD tables (nothing to allocate, so constructing one cannot fail), yet
+ * types and counts them like any other. Catches: a ctor that initialises
+ * or allocates a lock for a kernel PMD table again, or that skips typing
+ * or counting it.
+ */
+static void pmd_ctor_gives_a_kernel_table_no_lock(struct kunit *test)
+{
+	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
+	unsigned long *ptl_word = (unsigned long *)&ptdesc->ptl;
+	long nr = pt_nr_pagetable();
+	unsigned long seen;	/* the lock word after the ctor */
+	bool built;
+
+	*ptl_word = PT_PTL_POISON;
+	built = pagetable_pmd_ctor(&init_mm, ptdesc);
+	seen = *ptl_word;
+	/* Leave the dtor only what the ctor may have allocated. */
+	*ptl_word = seen == PT_PTL_POISON ? 0 : seen;
+	/* A kernel PMD table's construction has nothing that can fail. */
+	KUNIT_ASSERT_TRUE(test, built);
+	/* No lock is initialised or allocated for a kernel PMD table... */
+	KUNIT_EXPECT_EQ_MSG(test, seen, PT_PTL_POISON,
+			    "the ctor set up a lock for a kernel PMD table");
+	/* ...yet the page is typed a page table like any other... */
+	KUNIT_EXPECT_TRUE(test, folio_test_pgtable(ptdesc_folio(ptdesc)));
+	/* ...and counted in NR_PAGETABLE... */
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
+	pagetable_dtor(ptdesc);
+	/* ...until the dtor uncounts it. */
+	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);
 }
 
 /* Catches: a ctor/dtor pair that does not keep NR_PAGETABLE balanced. */
 static void pmd_ctor_and_dtor_each_move_nr_pagetable_by_one(struct kunit *test)
 {
+	struct mm_struct *mm = pt_mm_alloc(test);
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 	long before = pt_nr_pagetable();
 
-	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
+	/* Constructing a user PMD table succeeds with memory to spare. */
+	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(mm, ptdesc));
 	/* One order-0 table page more... */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), before + 1);
-	pagetable_pmd_dtor(ptdesc);
+	pagetable_dtor(ptdesc);
 	/* ...and exactly back after the dtor. */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), before);
 }
@@ -719,10 +814,13 @@ static void pmd_ctor_and_dtor_each_move_nr_pagetable_by_one(struct kunit *test)
 /* Catches: a dtor that leaves PageTable() set on a page about to be freed. */
 static void pmd_dtor_clears_the_page_table_mark(struct kunit *test)
 {
+	struct mm_struct *mm = pt_mm_alloc(test);
 	struct ptdesc *ptdesc = pt_ptdesc_alloc(test);
 
-	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(ptdesc));
-	pagetable_pmd_dtor(ptdesc);
+	/* Constructing a user PMD table succeeds with memory to spare. */
+	KUNIT_ASSERT_TRUE(test, pagetable_pmd_ctor(mm, ptdesc));
+	pagetable_dtor(ptdesc);
+	/* The dtor leaves the page untyped, ready for the page allocator. */
 	KUNIT_EXPECT_FALSE(test, folio_test_pgtable(ptdesc_folio(ptdesc)));
 }
 
@@ -742,14 +840,17 @@ static void pmd_alloc_accounts_one_table_per_gigabyte(struct kunit *test)
 	nr = pt_nr_pagetable();
 
 	pt_pmd_alloc(test, mm, PT_SECOND);
+	/* A new PMD table charges the mm for one table... */
 	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm),
 			bytes + PTRS_PER_PMD * sizeof(pmd_t));
+	/* ...and counts one page in NR_PAGETABLE. */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
 
-	/* Another entry of an existing table allocates nothing. */
+	/* Another entry of an existing table allocates nothing: no charge... */
 	pt_pmd_alloc(test, mm, PT_SECOND + 17 * PMD_SIZE);
 	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm),
 			bytes + PTRS_PER_PMD * sizeof(pmd_t));
+	/* ...and no page counted. */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
 }
 
@@ -768,13 +869,18 @@ static void torn_down_tables_return_pgtables_bytes_and_nr_pagetable(struct kunit
 	for (addr = PT_FIRST; addr < PT_END; addr += PUD_SIZE / 4) {
 		pmd_t *pmd = pt_pmd_alloc(test, mm, addr);
 
+		/* A PTE table is built under an empty PMD entry. */
 		KUNIT_ASSERT_EQ(test, 0, pte_alloc(mm, pmd));
 	}
-	/* One PUD table, three PMD tables and twelve PTE tables were built. */
+	/*
+	 * One PUD table, three PMD tables and twelve PTE tables were built:
+	 * the mm is charged for each...
+	 */
 	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm),
 			bytes + PTRS_PER_PUD * sizeof(pud_t) +
 			3 * PTRS_PER_PMD * sizeof(pmd_t) +
 			12 * PTRS_PER_PTE * sizeof(pte_t));
+	/* ...and each is counted in NR_PAGETABLE. */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1 + 3 + 12);
 
 	/* What exit_mmap() does for an mm with VMAs. */
@@ -782,7 +888,15 @@ static void torn_down_tables_return_pgtables_bytes_and_nr_pagetable(struct kunit
 	free_pgd_range(&tlb, PT_FIRST, PT_END, FIRST_USER_ADDRESS,
 		       USER_PGTABLES_CEILING);
 	tlb_finish_mmu(&tlb);
+	/* The mm's charge is returned at once, as the tables are unlinked... */
 	KUNIT_EXPECT_EQ(test, mm_pgtables_bytes(mm), bytes);
+	/*
+	 * The tables themselves go back after a grace period
+	 * (MMU_GATHER_RCU_TABLE_FREE): pagetable_dtor(), which uncounts
+	 * them, runs from the RCU callback.
+	 */
+	rcu_barrier();
+	/* ...and every table is uncounted once it is freed. */
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr);
 }
 
@@ -790,6 +904,7 @@ static struct kunit_case pmd_ptlock_ctor_cases[] = {
 	KUNIT_CASE(pmd_ctor_marks_the_page_a_page_table),
 	KUNIT_CASE(pmd_ctor_resets_a_garbage_deposit_queue),
 	KUNIT_CASE(pmd_ctor_initialises_a_usable_ptlock),
+	KUNIT_CASE(pmd_ctor_gives_a_kernel_table_no_lock),
 	KUNIT_CASE(pmd_ctor_and_dtor_each_move_nr_pagetable_by_one),
 	KUNIT_CASE(pmd_dtor_clears_the_page_table_mark),
 	KUNIT_CASE(pmd_alloc_accounts_one_table_per_gigabyte),
@@ -855,7 +970,7 @@ static void pt_inject_restore(void *data)
 }
 
 /* Admit the ptlock's cache, and only it, to failslab for this case. */
-static struct pt_inject *pt_inject_setup(struct kunit *test)
+static struct pt_inject *pt_inject_setup(struct kunit *test, struct mm_struct *mm)
 {
 	struct pt_inject *inj = kunit_kzalloc(test, sizeof(*inj), GFP_KERNEL);
 	struct ptdesc *ptdesc;
@@ -876,12 +991,12 @@ static struct pt_inject *pt_inject_setup(struct kunit *test)
 	/* The ptlock cache, found through a lock the ctor allocates. */
 	ptdesc = pagetable_alloc(GFP_KERNEL, 0);
 	KUNIT_ASSERT_NOT_NULL(test, ptdesc);
-	if (!pagetable_pmd_ctor(ptdesc)) {
+	if (!pagetable_pmd_ctor(mm, ptdesc)) {
 		pagetable_free(ptdesc);
 		KUNIT_FAIL_AND_ABORT(test, "ctor failed without injection");
 	}
 	inj->cache = virt_to_slab(ptdesc->ptl)->slab_cache;
-	pagetable_pmd_dtor(ptdesc);
+	pagetable_dtor(ptdesc);
 	pagetable_free(ptdesc);
 
 	inj->old_ignore_reclaim = *inj->ignore_reclaim;
@@ -914,7 +1029,11 @@ static bool pt_inject_fired(void)
 #else
 #define PT_CAN_INJECT	0
 struct pt_inject;
-static struct pt_inject *pt_inject_setup(struct kunit *test) { return NULL; }
+static struct pt_inject *pt_inject_setup(struct kunit *test, struct mm_struct *mm)
+{
+	return NULL;
+}
+
 static void pt_inject_arm(void) { }
 static bool pt_inject_fired(void) { return false; }
 #endif
@@ -964,7 +1083,7 @@ static void pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails(struct k
 	pmd_t *pmd;
 
 	pt_need_allocated_ptlock(test, true);
-	pt_inject_setup(test);
+	pt_inject_setup(test, mm);
 	/*
 	 * Interrupts on this CPU may allocate or free pages inside a window:
 	 * a clean window proves the page went back; a leak never balances.
@@ -1004,7 +1123,7 @@ static void pmd_alloc_fails_without_touching_the_pud_or_the_accounting(struct ku
 	long nr;
 
 	pt_need_allocated_ptlock(test, true);
-	pt_inject_setup(test);
+	pt_inject_setup(test, mm);
 	pud = pud_alloc(mm, p4d_alloc(mm, pgd_offset(mm, PT_FIRST), PT_FIRST),
 			PT_FIRST);
 	KUNIT_ASSERT_NOT_NULL(test, pud);
@@ -1045,7 +1164,7 @@ static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct ku
 	int err;
 
 	pt_need_allocated_ptlock(test, false);
-	pt_inject_setup(test);
+	pt_inject_setup(test, mm);
 	bytes = mm_pgtables_bytes(mm);
 	nr = pt_nr_pagetable();
 
@@ -1063,10 +1182,39 @@ static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct ku
 	KUNIT_EXPECT_EQ(test, pt_nr_pagetable(), nr + 1);
 }
 
+/*
+ * The allocator side of pmd_ctor_gives_a_kernel_table_no_lock(): with the
+ * ptlock allocation set to fail, a kernel PMD table is still built, and
+ * the failure is not consumed. Catches: pmd_alloc_one() for init_mm
+ * depending on a lock allocation (a vmalloc or ioremap failing for want of
+ * a lock it never takes).
+ */
+static void pmd_alloc_one_for_init_mm_allocates_no_ptlock(struct kunit *test)
+{
+	struct mm_struct *mm = pt_mm_alloc(test);
+	bool fired;
+	pmd_t *pmd;
+
+	pt_need_allocated_ptlock(test, true);
+	pt_inject_setup(test, mm);
+	pt_inject_arm();
+	pmd = pmd_alloc_one(&init_mm, PT_FIRST);
+	fired = pt_inject_fired();
+	/* Building a kernel PMD table never asks for a ptlock... */
+	KUNIT_EXPECT_FALSE_MSG(test, fired,
+			       "building a kernel PMD table asked for a ptlock");
+	/* ...so it is built even while that allocation would fail... */
+	KUNIT_ASSERT_NOT_NULL(test, pmd);
+	/* ...and pmd_alloc_one() marks it a kernel page table. */
+	KUNIT_EXPECT_TRUE(test, ptdesc_test_kernel(virt_to_ptdesc(pmd)));
+	pmd_free(&init_mm, pmd);
+}
+
 static struct kunit_case pmd_ptlock_ctor_fail_cases[] = {
 	KUNIT_CASE(pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails),
 	KUNIT_CASE(pmd_alloc_fails_without_touching_the_pud_or_the_accounting),
 	KUNIT_CASE(pte_alloc_fails_without_touching_the_pmd_or_the_accounting),
+	KUNIT_CASE(pmd_alloc_one_for_init_mm_allocates_no_ptlock),
 	{}
 };
 

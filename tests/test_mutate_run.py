@@ -17,6 +17,7 @@ import unittest
 
 from helpers import REPO, TOOLS, run_tool
 from gatelib.cache import Cache
+from gatelib.trees import DEFAULT_TREE
 from gatelib import common, tree
 
 CAT = os.path.join(REPO, "mutants")
@@ -163,7 +164,7 @@ class BothSuitesOnOneBuild(unittest.TestCase):
                           "--json", cls.out, KUNIT_KILL], timeout=3600)
         with open(cls.out) as f:
             cls.doc = json.load(f)
-        work = Cache().mutate_work("upstream")  # where mutate logs
+        work = Cache().mutate_work(DEFAULT_TREE, "upstream")  # where mutate logs
         with open(os.path.join(work, "32-withdraw-does-not-unlink-the-table-default.log")) as f:
             cls.upstream_log = f.read()
         with open(os.path.join(Cache().logs(cls.doc["tree"], "default"),
@@ -208,8 +209,8 @@ class BothSuitesOnOneBuild(unittest.TestCase):
         for suite in ("ours", "upstream"):
             for rec in ("32-withdraw-does-not-unlink-the-table-default.record.json",
                         os.path.join("baseline", "default.record.json")):
-                self.assertTrue(os.path.isfile(os.path.join(self.records, suite, rec)),
-                                f"{suite}/{rec} not under {self.records}")
+                self.assertTrue(os.path.isfile(os.path.join(self.records, DEFAULT_TREE, suite, rec)),
+                                f"{DEFAULT_TREE}/{suite}/{rec} not under {self.records}")
 
     def test_a_shard_holding_no_mutant_runs_nothing_and_does_not_pass(self):
         r = run_tool(["mutate", "--suite", "both", "--resume", "--shard", "2/2", KUNIT_KILL],

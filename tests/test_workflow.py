@@ -15,6 +15,7 @@ from helpers import REPO, run_tool
 import gate
 import mutate
 from gatelib import mutants
+from gatelib.trees import TREES
 
 WORKFLOW = os.path.join(REPO, ".github", "workflows", "gate.yml")
 
@@ -53,34 +54,40 @@ class TheWorkflowRunsTheToolsAsTheyAre(unittest.TestCase):
         self.assertEqual(set(jobs()), {"project-tests", "gate", "mutate", "merge"})
         self.assertEqual(jobs()["merge"]["needs"], "mutate")
 
-    def test_every_gate_line_parses_with_the_gates_own_options(self):
+    def test_every_gate_line_parses_and_every_tree_runs_every_configuration(self):
         lines = tool_lines(jobs()["gate"], "gate")
-        self.assertEqual(sorted(a[a.index("--config") + 1] for a in lines), sorted(gate.CONFIGS))
+        runs = []
         for args in lines:
             with self.subTest(args=args):
                 parsed = gate.parse_args(args)
-                self.assertTrue(parsed.json)
+                self.assertTrue(parsed.json and parsed.kcidb)
+                runs.append((parsed.tree, parsed.config))
+        self.assertEqual(sorted(runs), sorted((t, c) for t in TREES for c in gate.CONFIGS))
 
-    def test_every_mutate_line_parses_and_the_shards_cover_the_catalogue_once(self):
-        lines = tool_lines(jobs()["mutate"], "mutate")
-        specs = []
-        for args in lines:
+    def test_every_mutate_line_parses_and_each_trees_shards_cover_its_catalogue_once(self):
+        specs: dict = {t: [] for t in TREES}
+        for args in tool_lines(jobs()["mutate"], "mutate"):
             with self.subTest(args=args):
                 parsed = mutate.parse_args(args)
                 self.assertEqual(parsed.suite, "both")
-                specs.append(parsed.shard)
-        cat = [mutants.read(os.path.join(mutate.CATALOGUE, f), "default")
-               for f in sorted(os.listdir(mutate.CATALOGUE)) if f.endswith(".diff")]
-        names = [m["name"] for s in specs for m in mutants.shard(cat, s)]
-        self.assertEqual(sorted(names), sorted(m["name"] for m in cat))
+                specs[parsed.tree].append(parsed.shard)
+        for t in TREES:
+            with self.subTest(tree=t):
+                cat = [mutants.read(f, "default") for f in mutants.catalogue(mutate.CATALOGUE, t)]
+                names = [m["name"] for s in specs[t] for m in mutants.shard(cat, s)]
+                self.assertEqual(sorted(names), sorted(m["name"] for m in cat))
 
-    def test_the_merge_line_names_every_shard_the_mutate_job_writes(self):
-        merge = tool_lines(jobs()["merge"], "mutate")
-        self.assertEqual(len(merge), 1)
-        args = merge[0]
-        written = {a[a.index("--json") + 1] for a in tool_lines(jobs()["mutate"], "mutate")}
-        merged = set(args[args.index("--merge") + 1:args.index("--json")])
-        self.assertEqual(merged, written)
+    def test_each_trees_merge_line_names_every_shard_its_mutate_jobs_write(self):
+        written: dict = {t: set() for t in TREES}
+        for args in tool_lines(jobs()["mutate"], "mutate"):
+            written[mutate.parse_args(args).tree].add(args[args.index("--json") + 1])
+        merges = tool_lines(jobs()["merge"], "mutate")
+        self.assertEqual(len(merges), len(TREES))
+        for args in merges:
+            merged = set(args[args.index("--merge") + 1:args.index("--json")])
+            self.assertIn(merged, list(written.values()))
+        self.assertEqual(len({frozenset(a[a.index("--merge") + 1:a.index("--json")])
+                              for a in merges}), len(TREES))
 
 
 def shard_doc(results):

@@ -57,6 +57,7 @@ from typing import Any, Dict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gatelib import common, stats  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
+from gatelib.trees import DEFAULT_TREE, TREES  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
 SOURCE = os.path.join(BENCH, "pmdbench.c")
@@ -77,7 +78,7 @@ HOST_DOC = os.path.join(common.REPO, "docs", "bench", "host", "results.json")
 # Options of one mode only (default None here, so that giving one to the
 # other mode is caught), with their real defaults.
 GUEST_ONLY: Dict[str, Any] = {"vcpus": 2, "mem": "", "accel": "tcg", "timeout": 1800, "cache": None, "jobs": 0,
-              "no_install": False, "iters": 20000}
+              "no_install": False, "iters": 20000, "tree": DEFAULT_TREE}
 HOST_ONLY: Dict[str, Any] = {"walk_s": 0.25}
 ROUNDS = {"guest": 7, "host": 16}   # a warm-up plus 6 (the fewest for a 95% interval) / 15
 
@@ -139,6 +140,7 @@ def parse_args(argv):
     g.add_argument("--cache", metavar="DIR")
     g.add_argument("--jobs", type=int)
     g.add_argument("--no-install", action="store_true", default=None)
+    g.add_argument("--tree", choices=list(TREES), help=f"default {DEFAULT_TREE}")
     h = ap.add_argument_group("host mode only")
     h.add_argument("--walk-s", type=seconds_arg, metavar="S",
                    help="seconds each walk run lasts (default 0.25)")
@@ -429,7 +431,7 @@ def build_kernels(src, cache, jobs):
         # The gate's default kernel (KUnit built in, kept off at boot by
         # kunit.enable=0) plus one symbol: the split kernel then shares
         # nearly every object with the gate's default build in ccache.
-        frags = common.config_fragments("default") + [os.path.join(BENCH, f"{name}.config")]
+        frags = common.config_fragments("default", src.family) + [os.path.join(BENCH, f"{name}.config")]
         out[name] = kbuild.build(src.path, frags,
                                  cache.bench_build(src.version, name),
                                  cache.logs(src.version, f"bench-{name}"), cache, jobs)
@@ -614,10 +616,12 @@ def main_guest(args):
     start = time.monotonic()
     try:
         cache = open_locked(args.cache, args.no_install)
-        src = tree.prepare(cache, tree.find_tarball(install=not args.no_install))
+        src = tree.prepare(cache, tree.find_tarball(install=not args.no_install,
+                                                    tree_name=args.tree))
         version = src.version
         # The series plus the benchmark-only patch (kept apart from the series).
-        tree.apply_series(src.path, version, tree.series_files(series.PATCH_DIR) + [PATCH])
+        tree.apply_series(src.path, version,
+                          tree.series_files(series.patch_dir(args.tree)) + [PATCH])
         jobs = args.jobs or os.cpu_count() or 2
         kernels = build_kernels(src, cache, jobs)
         os.makedirs(args.out, exist_ok=True)

@@ -74,9 +74,11 @@ def parse_args(argv):
     ap.add_argument("--apply", nargs="+", metavar="PATCH", default=[],
                     help="patches to git am on top of the series (e.g. a patch under review)")
     ap.add_argument("--tarball", metavar="FILE",
-                    help="kernel source tarball (default /usr/src/linux-source-6.12.tar.xz)")
-    ap.add_argument("--patches", metavar="DIR", default=series.PATCH_DIR,
-                    help="series to apply (default: the repo's patches/)")
+                    help="kernel source tarball (default: the --tree's, e.g. "
+                         "/usr/src/linux-source-6.12.tar.xz)")
+    ap.add_argument("--patches", metavar="DIR",
+                    help="series to apply (default: the repo's patches/<tree>/; with --source, "
+                         "the series generated afresh on the checkout)")
     ap.add_argument("--smp", type=int, default=2, metavar="N", help="guest vCPUs (default %(default)s)")
     ap.add_argument("--mem", default="4G", metavar="SIZE",
                     help="kselftest guest memory (default %(default)s: upstream's mremap_test maps 2 GiB)")
@@ -84,7 +86,7 @@ def parse_args(argv):
     # --timeout's default: 600, with --suite upstream 900 (its thp, mremap and
     # cow categories took 333 s to more than 480 s in a TCG guest here).
     common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install",
-                              "--source")
+                              "--tree", "--source")
     args = ap.parse_args(argv)
     if args.timeout is None:
         args.timeout = 900 if args.suite == "upstream" else 600
@@ -113,7 +115,7 @@ def parse_args(argv):
                         + [("--apply", p) for p in args.apply],
                         dirs=[("--patches", args.patches), ("--source", args.source)],
                         outputs=[("--json", args.json), ("--kcidb", args.kcidb)])
-    if not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
+    if args.patches and not glob.glob(os.path.join(args.patches, "[0-9]*.patch")):
         ap.error(f"--patches {args.patches}: no NNNN-*.patch files in it")
     if args.keep_mutant and not args.mutant:
         ap.error("--keep-mutant needs --mutant")
@@ -122,7 +124,7 @@ def parse_args(argv):
 
 def build_config(src, cfg, cache, jobs):
     """Configure and build the configuration's one kernel."""
-    return kbuild.build(src.path, common.config_fragments(cfg),
+    return kbuild.build(src.path, common.config_fragments(cfg, src.family),
                         cache.kernel_build(src.cache_key, cfg), cache.logs(src.cache_key, cfg),
                         cache, jobs)
 
@@ -141,9 +143,8 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
     say(f"{cfg}: " + ", ".join(f"{k}={v}" for k, v in kb.facts.items()))
     if args.only != "kselftest":
         rows, cons, kfacts = kunitrun.run(
-            src.path, kb.build, os.path.join(common.REPO, ".kunitconfig"), kb.log_dir, cache=cache,
-            filter_glob=args.filter, timeout=min(args.timeout, 300), accel=args.accel,
-            smp=args.smp, extra_qemu=args.qemu_args)
+            kb.bzimage, kb.log_dir, filter_glob=args.filter, timeout=min(args.timeout, 300),
+            accel=args.accel, smp=args.smp, extra_qemu=args.qemu_args)
         verdict.info[cfg].update(kfacts)
         verdict.add_rows(cfg, "kunit", expect.judge(rows, "kunit", verdict.info[cfg]))
         verdict.add_rows(cfg, "console", cons)
@@ -159,6 +160,8 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
                                             extra_qemu=args.qemu_args, thp=args.thp,
                                             mem=args.mem)
         verdict.info[cfg].update(boot_facts)
+        if "pmd_ptlock" in args.kselftests.split():
+            rows += expect.absent(rows, series.SELFTESTS)
         verdict.add_rows(cfg, "kselftest", expect.judge(rows, "kselftest", verdict.info[cfg]))
         verdict.add_rows(cfg, "console", console.results(text, "guest console"))
 
@@ -190,6 +193,26 @@ def selftests_builder(src, cache, jobs):
             done["dir"] = build
         return done["dir"]
     return get
+
+
+def series_for(args, src, cache):
+    """The series to apply: --patches; else on a distro tree the repo's
+    patches/<tree>/ (checked to match the sources: a stale series would
+    pass silently); else, on a developer's checkout, the family's series
+    generated afresh on the checkout's own pristine commit."""
+    if args.patches:
+        return args.patches
+    if args.source:
+        out = os.path.join(cache.logs(src.cache_key), "series")
+        series.generate(src.path, src.family, out)
+        say(f"series: generated for linux {src.version} ({src.family} family) into {out}")
+        return out
+    out = series.patch_dir(args.tree)
+    drift = series.check(src.path, src.family, out)
+    if drift:
+        raise GateError(f"patches/{args.tree} is stale against kunit/, selftests/ or series/ "
+                        f"({', '.join(drift)}): run tools/mkpatches")
+    return out
 
 
 def _terminate(signum, frame):
@@ -238,16 +261,12 @@ def main(argv):
         if args.source:
             src = tree.prepare_checkout(cache, args.source)
         else:
-            src = tree.prepare(cache, tree.find_tarball(args.tarball, install=not args.no_install))
+            src = tree.prepare(cache, tree.find_tarball(args.tarball, install=not args.no_install,
+                                                        tree_name=args.tree))
         version = src.version
-        say(f"tree: linux {version} at {src.path}")
-        if os.path.abspath(args.patches) == series.PATCH_DIR:
-            # Testing a series that no longer matches the sources would pass silently.
-            drift = series.check(src.path)
-            if drift:
-                raise GateError(f"patches/ is stale against kunit/, selftests/ or series/ "
-                                f"({', '.join(drift)}): run tools/mkpatches")
-        patches = tree.series_files(args.patches) + [os.path.abspath(p) for p in args.apply]
+        say(f"tree: linux {version} at {src.path} (series family {src.family})")
+        patch_dir = series_for(args, src, cache)
+        patches = tree.series_files(patch_dir) + [os.path.abspath(p) for p in args.apply]
         if args.mutant and tree.mutant_kept(src.path, patches, args.mutant):
             # Left in place by the previous run of this very mutant: same build.
             mutated = src.path

@@ -25,11 +25,12 @@ import json
 import re
 import os
 import signal
+import tempfile
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import common, mutants, tree  # noqa: E402
+from gatelib import common, mutants, series, tree  # noqa: E402
 from gatelib.cache import Cache  # noqa: E402
 from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
 
@@ -61,11 +62,13 @@ def parse_args(argv):
                     help="fold shard results into one table and score (runs nothing)")
     # --timeout, passed to the gate: a mutant that hangs a guest costs this
     # much (upstream's categories took 333 s to more than 480 s in a TCG guest).
-    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", "--source", timeout=900)
+    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", "--tree", "--source",
+                              timeout=900)
     ap.add_argument("--records", metavar="DIR",
-                    help="where results are stored and --resume looks for them (default: the "
-                         "cache's mutate/); a directory in the repo (docs/mutate/records) carries "
-                         "them to another machine, where the same tree, series and harness reuse them")
+                    help="where results are stored (in DIR/<tree>/<suite>/) and --resume looks "
+                         "for them (default: the cache's mutate/); a directory in the repo "
+                         "(docs/mutate/records) carries them to another machine, where the same "
+                         "tree, series and classifier reuse them")
     args = ap.parse_args(argv)
     if args.merge and (args.files or args.shard):
         ap.error("--merge takes only result files")
@@ -83,25 +86,28 @@ def parse_args(argv):
 
 
 def load_mutants(args):
-    files = args.files or sorted(
-        os.path.join(CATALOGUE, f) for f in os.listdir(CATALOGUE) if f.endswith(".diff"))
+    """The mutants to run, and those the tree has no code for (each with why)."""
+    files = args.files or mutants.catalogue(CATALOGUE, args.tree)
     if not files:
         raise mutants.MutantError("no mutants given and none in mutants/")
-    out = []
+    out, absent = [], []
     for f in files:
         if not os.path.isfile(f):
             raise mutants.MutantError(f"{f}: no such file")
         m = mutants.read(f, args.config)
         if m["config"] not in CONFIGS:
             raise mutants.MutantError(f"{f}: unknown configuration '{m['config']}' in its header")
+        if m["not_applicable"]:
+            absent.append({"name": m["name"], "why": m["not_applicable"]})
+            continue
         out.append(m)
-    return mutants.shard(out, args.shard) if args.shard else out
+    return (mutants.shard(out, args.shard) if args.shard else out), absent
 
 
 def gate(args, suite, config, out_json, log, mutant=None, keep=False):
     """One gate run; returns its JSON (or None when it wrote none)."""
     cmd = [GATE, "--config", config, "--suite", suite, "--json", out_json,
-           "--timeout", str(args.timeout)]
+           "--timeout", str(args.timeout), "--tree", args.tree]
     if args.cache:
         cmd += ["--cache", args.cache]
     if args.no_install:
@@ -129,10 +135,20 @@ def result_key(args, source, suite, cfg, mutant_path=None):
     series, the configuration's fragments, the classifier's version (not the
     tools' source: a refactor keeps stored results), suite, guest bound and
     the mutant itself."""
-    files = tree.series_files(os.path.join(common.REPO, "patches")) + \
-        common.config_fragments(cfg) + ([mutant_path] if mutant_path else [])
+    files = common.config_fragments(cfg, tree.family_of(source[0])) + \
+        ([mutant_path] if mutant_path else [])
     return common.digest(files, *source, suite, cfg, str(args.timeout),
                        "classifier " + mutants.CLASSIFIER_VERSION)
+
+
+def series_digest(args, src, cache):
+    """Which series the gate applies to src: the repo's patches/<tree>/, or
+    for a checkout the family's series as generated on it."""
+    if not args.source:
+        return common.digest(tree.series_files(series.patch_dir(args.tree)))
+    with tempfile.TemporaryDirectory(prefix="mutate-series-") as tmp:
+        series.generate(src.path, src.family, tmp)
+        return common.digest(tree.series_files(tmp))
 
 
 def restore_tree(cache, src):
@@ -268,25 +284,30 @@ def main(argv):
                     raise mutants.MutantError(f"{p}: not a mutate result ({e})") from None
             doc = mutants.merge(docs)
             return finish(args, doc)
-        todo = load_mutants(args)
+        todo, absent = load_mutants(args)
     except mutants.MutantError as e:
         print(f"mutate: {e}", file=sys.stderr)
         return 2
 
     cache = Cache(args.cache)
     suites = SUITES[args.suite]
-    work = {s: cache.mutate_work(s) for s in suites}
-    records = {s: os.path.join(os.path.abspath(args.records), s) if args.records else work[s]
-               for s in suites}
+    # Per tree (a checkout's results apart from the distro trees'), per suite.
+    where = "source" if args.source else args.tree
+    work = {s: cache.mutate_work(where, s) for s in suites}
+    records = {s: os.path.join(os.path.abspath(args.records), where, s) if args.records
+               else work[s] for s in suites}
     for d in list(work.values()) + list(records.values()):
         os.makedirs(d, exist_ok=True)
     results, baselines = [], {}
     src, version = None, "unknown"
     try:
         src = (tree.prepare_checkout(cache, args.source) if args.source else
-               tree.prepare(cache, tree.find_tarball(install=not args.no_install)))
+               tree.prepare(cache, tree.find_tarball(install=not args.no_install,
+                                                     tree_name=args.tree)))
         version = src.version
-        source = (version, src.pristine_id())
+        source = (version, src.pristine_id(), series_digest(args, src, cache))
+        for a in absent:
+            say(f"mutate: {a['name']}: not applicable on linux {version}: {a['why']}")
         for m in todo:
             cfg = m["config"]
             keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}
@@ -312,7 +333,7 @@ def main(argv):
             results.append(res)
             if args.json:
                 # What is measured so far, in case the run stops before the end.
-                common.write_json(args.json, mutants.document(version, args.suite, results))
+                common.write_json(args.json, mutants.document(version, args.suite, results, absent))
     except GateError as e:
         print(f"mutate: {e}", file=sys.stderr)
         return 1
@@ -323,7 +344,7 @@ def main(argv):
         # The gate restores the tree itself; this covers a gate killed hard.
         if src:
             restore_tree(cache, src)
-    return finish(args, mutants.document(version, args.suite, results))
+    return finish(args, mutants.document(version, args.suite, results, absent))
 
 
 # What a kill report names besides the tests and findings that did the
@@ -382,6 +403,9 @@ def markdown(doc):
     out += ["", mutants._score_line("Ours" if both else doc["suite"].capitalize(), doc)]
     if both:
         out += ["", mutants._score_line("Upstream on the same mutants", doc["upstream"])]
+    if doc.get("not_applicable"):
+        out += ["", "Not applicable on this tree (the code is not there): " + "; ".join(
+            f"`{a['name']}` ({a['why']})" for a in doc["not_applicable"]) + "."]
     out += ["", f"Measured time: {total} s ({total / 3600:.1f} h) over {len(doc['mutants'])} "
                f"mutants{', both suites' if both else ''}, linux {doc['tree']}."]
     return "\n".join(out) + "\n"

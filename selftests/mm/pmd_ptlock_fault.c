@@ -119,7 +119,8 @@ static void *worker(void *arg)
  * fault each chunk once more from this thread alone: each fault adds
  * exactly one PTE table to the mm's pgtables_bytes, deposited under a THP
  * or, on a fallback to small pages, mapping them; MADV_DONTNEED then
- * withdraws and frees the deposited ones (small-page tables stay).
+ * withdraws and frees the deposited ones (a small-page table stays, or,
+ * with CONFIG_PT_RECLAIM, is freed as well once empty).
  */
 static void vmpte(struct worker *w, struct pt_report *r)
 {

@@ -10,7 +10,7 @@
  * under pmd_lock(); pmd_huge_pte() is per table with split PMD locks),
  * counted in the mm's pgtables_bytes, which /proc/self/status shows as
  * VmPTE. Each case runs in a fresh child and checks, step by step, what
- * 6.12 guarantees: how each 2 MiB chunk is mapped (PAGEMAP_SCAN reports
+ * 6.12 and 7.x guarantee: how each 2 MiB chunk is mapped (PAGEMAP_SCAN reports
  * PAGE_IS_HUGE only for a huge PMD), its data, and VmPTE moving by exactly
  * one page per THP where a table is deposited or freed, and not at all
  * where a deposit moves between tables or becomes the PTE table of a split

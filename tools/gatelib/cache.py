@@ -65,8 +65,8 @@ class Cache:
         os.makedirs(path, exist_ok=True)
         return path
 
-    def mutate_work(self, suite: str) -> str:
-        return os.path.join(self.root, "mutate", suite)
+    def mutate_work(self, tree: str, suite: str) -> str:
+        return os.path.join(self.root, "mutate", tree, suite)
 
     def ccache_dir(self) -> str:
         return os.path.join(self.root, "ccache")

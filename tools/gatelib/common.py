@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Any, Dict
 
+from .trees import DEFAULT_TREE, TREES
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -28,11 +30,14 @@ class StepStopped(StepTimeout):
     watcher saw that it would make no more progress (e.g. quiet after a BUG)."""
 
 
-def config_fragments(cfg):
-    """The Kconfig fragments of configuration cfg's kernel, merged in this
-    order: the guest's base, the KUnit suite, the configuration."""
-    return [os.path.join(REPO, "configs", "guest.config"), os.path.join(REPO, ".kunitconfig"),
-            os.path.join(REPO, "configs", f"{cfg}.config")]
+def config_fragments(cfg, family):
+    """The Kconfig fragments of configuration cfg's kernel for a tree of
+    series family family ('6.12', '7'), merged in this order: the guest's
+    base, what only that family spells differently, the KUnit suite, the
+    configuration."""
+    return [os.path.join(REPO, "configs", "guest.config"),
+            os.path.join(REPO, "configs", f"tree-{family}.config"),
+            os.path.join(REPO, ".kunitconfig"), os.path.join(REPO, "configs", f"{cfg}.config")]
 
 
 def say(msg):
@@ -165,6 +170,10 @@ SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
                     help="QEMU accelerator (default tcg; kvm only where it is known to boot: "
                          "nested KVM hangs silently on this machine kind)"),
     "--jobs": dict(type=int, default=0, metavar="N", help="make -j (default: CPUs)"),
+    "--tree": dict(choices=list(TREES), default=DEFAULT_TREE,
+                   help="which Debian kernel tree to gate (default %(default)s; 7.3 comes from "
+                        "trixie-backports, pinned low); with --source, the series family is "
+                        "the checkout's version's"),
     "--source": dict(metavar="DIR",
                      help="a kernel git checkout: its HEAD commit is what runs, instead of the "
                           "distro tarball (the gate works in its own clone in the cache; DIR "

@@ -120,11 +120,12 @@ INSTALL = os.path.join("kselftest", "kselftest_install")
 
 
 def config_facts(config_path, bounds_path=None):
-    """The symbols that decide which locking design the kernel has, and
+    """The symbols that decide which locking design the kernel has (and
+    PT_RECLAIM, whether emptied PTE tables are freed under the PMD lock), and
     ALLOC_SPLIT_PTLOCKS, a C macro (sizeof(spinlock_t) > sizeof(long)) read
     off the build's generated bounds.h."""
     want = ["SPLIT_PTE_PTLOCKS", "SPLIT_PMD_PTLOCKS", "PREEMPT_RT", "PROVE_LOCKING", "NR_CPUS",
-            "TRANSPARENT_HUGEPAGE"]
+            "TRANSPARENT_HUGEPAGE", "PT_RECLAIM"]
     facts: Dict[str, object] = {k: "n" for k in want}
     try:
         have = read_config(config_path)

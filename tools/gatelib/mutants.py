@@ -3,7 +3,7 @@
 import os
 import re
 
-HEADER_KEYS = ("mutant", "behaviour", "config", "reach", "killers", "equivalent")
+HEADER_KEYS = ("mutant", "behaviour", "config", "reach", "killers", "equivalent", "not-applicable")
 
 # The version of what turns a kernel into a verdict: the gate's rows (KTAP and
 # kselftest parsing, console scan, which skips fail), the guest's init and
@@ -30,10 +30,11 @@ def read(path, default_config):
     for line in text.splitlines():
         if line.startswith(("--- ", "diff ", "Index: ", "+++ ", "@@")):
             break
-        m = re.match(r"^#\s*([A-Za-z]+):\s*(.*)$", line)
+        m = re.match(r"^#\s*([A-Za-z-]+):\s*(.*)$", line)
         if m and m.group(1).lower() in HEADER_KEYS:
             head[m.group(1).lower()] = m.group(2).strip()
-    if "\n--- " not in "\n" + text and "\ndiff " not in "\n" + text:
+    if ("\n--- " not in "\n" + text and "\ndiff " not in "\n" + text
+            and not head.get("not-applicable")):
         raise MutantError(f"{path}: no unified diff in it")
     name = re.sub(r"\.(diff|patch)$", "", os.path.basename(path))
     return {"name": name, "path": os.path.abspath(path),
@@ -43,7 +44,21 @@ def read(path, default_config):
             "reach": head.get("reach", ""),
             "expected_killers": head.get("killers", ""),
             "equivalent": head.get("equivalent", ""),
+            "not_applicable": head.get("not-applicable", ""),
             "has_header": bool(head)}
+
+
+def catalogue(root, tree_name):
+    """The catalogue's files for a tree: NAME.diff from root/<tree>/ where
+    that tree has its own (a port, a mutant only it has, or a header saying
+    the code is not there), else from root/ (the 6.12 diff, which applies
+    unchanged)."""
+    own = os.path.join(root, tree_name)
+    names = {f for f in os.listdir(root) if f.endswith(".diff")}
+    if os.path.isdir(own):
+        names |= {f for f in os.listdir(own) if f.endswith(".diff")}
+    return [os.path.join(own, f) if os.path.isfile(os.path.join(own, f)) else os.path.join(root, f)
+            for f in sorted(names)]
 
 
 def shard(items, spec):
@@ -123,13 +138,14 @@ def score(results):
     return {"killed": killed, "valid": len(counted), "percent": pct, "counts": counts}
 
 
-def document(tree, suite, results):
+def document(tree, suite, results, not_applicable=()):
     """The result document: the mutants and the score; with suite "both",
     each mutant also carries upstream's verdict on the same build and the
     document upstream's score."""
     s = score(results)
     doc = {"tree": tree, "suite": suite, "mutants": results, "score": s["percent"],
-           "counts": s["counts"], "killed": s["killed"], "valid": s["valid"]}
+           "counts": s["counts"], "killed": s["killed"], "valid": s["valid"],
+           "not_applicable": list(not_applicable)}
     if suite == "both":
         u = score([m["upstream"] for m in results])
         doc["upstream"] = {"score": u["percent"], "counts": u["counts"],
@@ -157,7 +173,8 @@ def merge(docs):
                                   f"in a two-suite result")
             mutants.append(m)
     mutants.sort(key=lambda m: (m["name"], m["config"]))
-    return document(tree, suite, mutants)
+    # Every shard lists the tree's not-applicable mutants (no shard runs them).
+    return document(tree, suite, mutants, docs[0].get("not_applicable", []))
 
 
 def _score_line(who, d):

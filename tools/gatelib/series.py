@@ -13,12 +13,15 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
+from typing import Optional
 
 from .common import REPO, GateError, git
 from .tree import PRISTINE_TAG
 
 SERIES_DIR = os.path.join(REPO, "series")
-PATCH_DIR = os.path.join(REPO, "patches")
+# patches/<tree>/: the series as generated on each distro tree (tools/mkpatches).
+PATCH_ROOT = os.path.join(REPO, "patches")
 AUTHOR = ("pmd-ptlock gate", "pmd-ptlock-gate@example.org")
 DATE = "2026-12-01T00:00:00+0000"
 SELFTEST_DIR = "tools/testing/selftests/mm"
@@ -56,13 +59,76 @@ def _chain(*edits):
     return edit
 
 
+def _insert_before(anchor, text):
+    """Insert text before the first line equal to anchor; the anchor must exist."""
+    def edit(old, path):
+        lines = old.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.rstrip("\n") == anchor:
+                return "".join(lines[:i]) + text + "".join(lines[i:])
+        raise GateError(f"series: anchor {anchor!r} not found in {path}")
+    return edit
+
+
 # Our test programs, in the order run_vmtests.sh runs them.
-SELFTESTS = ["pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork", "pmd_ptlock_paths"]
+SELFTESTS = ["pmd_ptlock_fault", "pmd_ptlock_mremap", "pmd_ptlock_fork", "pmd_ptlock_paths",
+             "pmd_ptlock_uffd_move", "pmd_ptlock_reclaim"]
+KUNIT_SOURCE = os.path.join(REPO, "kunit", "pmd_ptlock_kunit.c")
+# The KUnit file's place in both families: mm/tests/ is where 7.x keeps mm's
+# KUnit suites, and the same place on 6.12 keeps its include lines identical.
+KUNIT_PATH = "mm/tests/pmd_ptlock_kunit.c"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What differs between series families: the KUnit file's backport (None:
+    the canonical source, written for 7.x), and where selftests/mm takes a
+    new category (each anchor a line that occurs once in that tree)."""
+    backport: Optional[str]
+    makefile_after: str
+    gitignore_after: Optional[str]      # None: .gitignore is a whitelist
+    run_vmtests_after: str
+    wrapper_after: Optional[str]        # None: no ksft_<category>.sh wrappers
+
+
+LAYOUTS = {
+    "6.12": Layout(backport=os.path.join(REPO, "kunit", "backport-6.12.patch"),
+                   makefile_after="TEST_GEN_FILES += pagemap_ioctl",
+                   gitignore_after="madv_populate",
+                   run_vmtests_after='CATEGORY="thp" run_test ./transhuge-stress -d 20',
+                   wrapper_after=None),
+    "7": Layout(backport=None,
+                makefile_after="TEST_GEN_FILES += pfnmap",
+                gitignore_after=None,
+                run_vmtests_after='CATEGORY="thp" run_test ./folio_split_race_test',
+                wrapper_after="TEST_PROGS += ksft_pkey.sh"),
+}
+WRAPPER = "ksft_pmd_ptlock.sh"
 
 
 def khugepaged_needs_fix(show):
+    """khugepaged.c uses KSFT_SKIP without kselftest.h (6.12; 7.x has it
+    through vm_util.h)."""
     src = show(f"{SELFTEST_DIR}/khugepaged.c")
-    return "KSFT_SKIP" in src and "kselftest.h" not in src
+    util = show(f"{SELFTEST_DIR}/vm_util.h")
+    return "KSFT_SKIP" in src and "kselftest.h" not in src and "kselftest.h" not in util
+
+
+def kunit_text(family):
+    """The KUnit source for a family: the canonical file, or it with the
+    family's backport applied (strictly: no fuzz, or the series stops)."""
+    layout = LAYOUTS[family]
+    if layout.backport is None:
+        return _read(KUNIT_SOURCE)
+    with tempfile.TemporaryDirectory(prefix="kunit-backport-") as tmp:
+        out = os.path.join(tmp, "out.c")
+        r = subprocess.run(["patch", "-s", "-F0", "-o", out, KUNIT_SOURCE, layout.backport],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise GateError(f"series: {os.path.relpath(layout.backport, REPO)} does not apply "
+                            f"to kunit/pmd_ptlock_kunit.c without fuzz: refresh it "
+                            f"({r.stdout.strip().splitlines()[0] if r.stdout.strip() else r.returncode})")
+        return _read(out)
 
 
 def selftest_sources():
@@ -72,8 +138,32 @@ def selftest_sources():
                   if os.path.isfile(p))
 
 
-def commits():
-    """The series, in order: (message file, condition, new files, edits)."""
+def commits(family):
+    """The series for a family, in order: (message file, condition, new
+    files as {path: text}, edits)."""
+    layout = LAYOUTS[family]
+    st_edits = {
+        f"{SELFTEST_DIR}/Makefile": _insert_after(
+            layout.makefile_after, "".join(f"TEST_GEN_FILES += {t}\n" for t in SELFTESTS)),
+        f"{SELFTEST_DIR}/run_vmtests.sh": _chain(
+            _insert_after("\ttest transparent huge pages",
+                          "- pmd_ptlock\n\tstress the split PMD page-table lock: concurrent THP\n"
+                          "\tfaults, mremap, UFFDIO_MOVE and fork of THPs across PMD tables\n"),
+            _insert_after(layout.run_vmtests_after,
+                          "".join(f'\nCATEGORY="pmd_ptlock" run_test ./{t}\n'
+                                  if i == 0 else f'CATEGORY="pmd_ptlock" run_test ./{t}\n'
+                                  for i, t in enumerate(SELFTESTS)))),
+    }
+    st_files = {f"{SELFTEST_DIR}/{name}": _read(os.path.join(REPO, "selftests", "mm", name))
+                for name in selftest_sources()}
+    if layout.gitignore_after:
+        st_edits[f"{SELFTEST_DIR}/.gitignore"] = _insert_after(
+            layout.gitignore_after, "".join(f"{t}\n" for t in SELFTESTS))
+    if layout.wrapper_after:
+        st_edits[f"{SELFTEST_DIR}/Makefile"] = _chain(
+            st_edits[f"{SELFTEST_DIR}/Makefile"],
+            _insert_after(layout.wrapper_after, f"TEST_PROGS += {WRAPPER}\n"))
+        st_files[f"{SELFTEST_DIR}/{WRAPPER}"] = _read(os.path.join(SERIES_DIR, WRAPPER))
     return [
         {
             "msg": "0001-khugepaged-kselftest-h.msg",
@@ -85,32 +175,20 @@ def commits():
         {
             "msg": "0002-kunit.msg",
             "when": None,
-            "files": {"mm/pmd_ptlock_kunit.c": os.path.join(REPO, "kunit", "pmd_ptlock_kunit.c")},
+            "files": {KUNIT_PATH: kunit_text(family)},
             "edits": {
-                "mm/Kconfig.debug": _append(_read(os.path.join(SERIES_DIR, "kunit.Kconfig"))),
-                "mm/Makefile": _append("obj-$(CONFIG_PMD_PTLOCK_KUNIT_TEST) += pmd_ptlock_kunit.o\n"),
+                "mm/Kconfig": _insert_before('source "mm/damon/Kconfig"',
+                                             _read(os.path.join(SERIES_DIR, "kunit.Kconfig"))),
+                "mm/Makefile": _insert_after(
+                    "obj-$(CONFIG_TMPFS_QUOTA) += shmem_quota.o",
+                    "obj-$(CONFIG_PMD_PTLOCK_KUNIT_TEST) += tests/pmd_ptlock_kunit.o\n"),
             },
         },
         {
             "msg": "0003-selftests.msg",
             "when": None,
-            "files": {f"{SELFTEST_DIR}/{name}": os.path.join(REPO, "selftests", "mm", name)
-                      for name in selftest_sources()},
-            "edits": {
-                f"{SELFTEST_DIR}/Makefile": _insert_after(
-                    "TEST_GEN_FILES += madv_populate",
-                    "".join(f"TEST_GEN_FILES += {t}\n" for t in SELFTESTS)),
-                f"{SELFTEST_DIR}/.gitignore": _insert_after(
-                    "madv_populate", "".join(f"{t}\n" for t in SELFTESTS)),
-                f"{SELFTEST_DIR}/run_vmtests.sh": _chain(
-                    _insert_after("\ttest transparent huge pages",
-                                  "- pmd_ptlock\n\tstress the split PMD page-table lock: concurrent THP\n"
-                                  "\tfaults, mremap across PMD tables, fork of THPs\n"),
-                    _insert_after('CATEGORY="thp" run_test ./transhuge-stress -d 20',
-                                  "".join(f'\nCATEGORY="pmd_ptlock" run_test ./{t}\n'
-                                          if i == 0 else f'CATEGORY="pmd_ptlock" run_test ./{t}\n'
-                                          for i, t in enumerate(SELFTESTS)))),
-            },
+            "files": st_files,
+            "edits": st_edits,
         },
     ]
 
@@ -123,8 +201,8 @@ def _commit_env():
     }
 
 
-def build_commits(tree):
-    """Create the series' commits on top of pristine; return the tip's sha."""
+def build_commits(tree, family):
+    """Create the family's series as commits on top of pristine; return the tip's sha."""
     tmp = tempfile.mkdtemp(prefix="series-")
     env = dict(_commit_env(), GIT_INDEX_FILE=os.path.join(tmp, "index"))
     try:
@@ -142,12 +220,11 @@ def build_commits(tree):
                                text=True, stdout=subprocess.PIPE, check=True)
             git(tree, "update-index", "--add", "--cacheinfo", f"{mode},{r.stdout.strip()},{path}", env=env)
 
-        for c in commits():
+        for c in commits(family):
             if c["when"] and not c["when"](show):
                 continue
-            for dst, src in c["files"].items():
-                mode = "100755" if os.access(src, os.X_OK) else "100644"
-                put(dst, _read(src), mode)
+            for dst, text in c["files"].items():
+                put(dst, text, "100755" if dst.endswith(".sh") else "100644")
             for path, edit in c["edits"].items():
                 # Edits see the file as this series left it so far.
                 cur = git(tree, "cat-file", "blob", f":{path}", env=env, check=False)
@@ -168,9 +245,14 @@ def build_commits(tree):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def generate(tree, out_dir):
-    """Write the series (cover letter first) into out_dir; return the file list."""
-    tip = build_commits(tree)
+def patch_dir(tree_name):
+    """Where the repo keeps the series generated on distro tree tree_name."""
+    return os.path.join(PATCH_ROOT, tree_name)
+
+
+def generate(tree, family, out_dir):
+    """Write the family's series (cover letter first) into out_dir; return the file list."""
+    tip = build_commits(tree, family)
     os.makedirs(out_dir, exist_ok=True)
     for old in glob.glob(os.path.join(out_dir, "*.patch")):
         os.unlink(old)
@@ -178,25 +260,30 @@ def generate(tree, out_dir):
         "--full-index", "-o", out_dir, f"{PRISTINE_TAG}..{tip}", env=_commit_env())
     cover_path = glob.glob(os.path.join(out_dir, "0000-*.patch"))[0]
     cover = _read(os.path.join(SERIES_DIR, "cover-letter.txt")).rstrip("\n").split("\n", 1)
+    blurb = cover[1].strip("\n") if len(cover) > 1 else ""
+    note = os.path.join(SERIES_DIR, f"backport-{family}.txt")
+    if os.path.isfile(note):
+        # What only the backport carries (mainline's letter says nothing of it).
+        blurb += "\n\n" + _read(note).strip("\n")
     text = _read(cover_path)
     text = text.replace("*** SUBJECT HERE ***", cover[0].strip())
-    text = text.replace("*** BLURB HERE ***", cover[1].strip("\n") if len(cover) > 1 else "")
+    text = text.replace("*** BLURB HERE ***", blurb)
     text = re.sub(r"(?m)^base-commit: .*\n", "", text)
     with open(cover_path, "w") as f:
         f.write(text)
     return sorted(glob.glob(os.path.join(out_dir, "*.patch")))
 
 
-def check(tree):
-    """Regenerate into a temp dir; return the names that differ from patches/."""
+def check(tree, family, have_dir):
+    """Regenerate into a temp dir; return the names that differ from have_dir."""
     tmp = tempfile.mkdtemp(prefix="series-check-")
     try:
-        generate(tree, tmp)
+        generate(tree, family, tmp)
         want = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*.patch")))
-        have = sorted(os.path.basename(p) for p in glob.glob(os.path.join(PATCH_DIR, "*.patch")))
+        have = sorted(os.path.basename(p) for p in glob.glob(os.path.join(have_dir, "*.patch")))
         drift = sorted(set(want) ^ set(have))
         for name in set(want) & set(have):
-            if not filecmp.cmp(os.path.join(tmp, name), os.path.join(PATCH_DIR, name), shallow=False):
+            if not filecmp.cmp(os.path.join(tmp, name), os.path.join(have_dir, name), shallow=False):
                 drift.append(name)
         return sorted(drift)
     finally:

@@ -1,4 +1,4 @@
-"""The kernel tree: Debian's linux-source-6.12 unpacked once into the cache as a
+"""The kernel tree: a Debian linux-source package (TREES) unpacked once into the cache as a
 git repo with a pristine commit; every run resets it to pristine and applies
 the series with git am."""
 
@@ -17,15 +17,24 @@ from dataclasses import dataclass
 from . import deps
 from .cache import Cache
 from .common import GateError, digest, git, say
+from .trees import DEFAULT_TREE, TREES
 
-PACKAGE = "linux-source-6.12"
-# Where Debian's package puts the tarball ($PMD_GATE_SRC_DIR overrides /usr/src).
-SRC_DIR = os.environ.get("PMD_GATE_SRC_DIR", "/usr/src")
-DEFAULT_TARBALL = os.path.join(SRC_DIR, "linux-source-6.12.tar.xz")
 PRISTINE_TAG = "pristine"
 STAMP = "pmd-gate-pristine"  # in .git/: "<version> <tarball size> <tarball mtime>"
 APPLIED = "pmd-gate-applied"  # in .git/: "<series digest> <HEAD>" after a clean apply
 KEPT = "pmd-gate-kept-mutant"  # in .git/: "<mutant digest> <working tree digest>"
+
+
+def family_of(version):
+    """The series family (the API the series is written for) of a kernel
+    version: '6.12' for 6.12.y, '7' for any 7.x; other versions have none."""
+    m = re.match(r"(\d+)\.(\d+)\.", version + ".")
+    major, minor = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    if (major, minor) == (6, 12):
+        return "6.12"
+    if major == 7:
+        return "7"
+    raise GateError(f"linux {version}: no series for its API (the series target 6.12.y and 7.x)")
 
 
 def version_of(makefile_text):
@@ -50,28 +59,23 @@ def makefile_version(tree):
     return version
 
 
-def check_version(version):
-    if not re.fullmatch(r"6\.12\.\d+", version):
-        raise GateError(f"tree version {version} is not 6.12.y: the series targets {PACKAGE} "
-                        f"(no series for its API yet)")
-
-
-def find_tarball(explicit=None, install=True):
-    """The tarball to use; installs the package when missing and allowed (root)."""
+def find_tarball(explicit=None, install=True, tree_name=DEFAULT_TREE):
+    """The tarball to use; installs the tree's package when missing and
+    allowed (root)."""
     if explicit:
         if not os.path.isfile(explicit):
             raise GateError(f"tarball {explicit} does not exist")
         return os.path.abspath(explicit)
-    env = os.environ.get("PMD_GATE_TARBALL")
-    if env:
-        return find_tarball(env)
-    if not os.path.isfile(DEFAULT_TARBALL):
+    t = TREES[tree_name]
+    if not os.path.isfile(t.tarball):
         if install and os.geteuid() == 0:
-            deps.apt_install([PACKAGE])
-        if not os.path.isfile(DEFAULT_TARBALL):
-            raise GateError(f"no kernel tree: {DEFAULT_TARBALL} missing; install package {PACKAGE} "
-                            f"(apt-get install {PACKAGE}, as root)")
-    return DEFAULT_TARBALL
+            deps.install_tree_package(t.package, t.suite)
+        if not os.path.isfile(t.tarball):
+            how = f"apt-get install --no-install-recommends {t.package}"
+            if t.suite:
+                how = f"add Debian's {t.suite} to apt (pinned low), then {how}"
+            raise GateError(f"no kernel tree: {t.tarball} missing; as root: {how}")
+    return t.tarball
 
 
 def _stamp_of(tarball, version):
@@ -93,6 +97,11 @@ class Source:
     def cache_key(self) -> str:
         return self.key or self.version
 
+    @property
+    def family(self) -> str:
+        """The series family (API) of this tree's version."""
+        return family_of(self.version)
+
     def pristine_id(self) -> str:
         """The pristine commit's tree: which contents these are."""
         return pristine_id(self.path)
@@ -111,7 +120,7 @@ def prepare_checkout(cache: Cache, repo: str) -> Source:
     if not head:
         raise GateError(f"--source {repo}: the checkout has no commit")
     version = _version_of_commit(repo, head)
-    check_version(version)
+    family_of(version)
     if git(repo, "--no-optional-locks", "status", "--porcelain", "--untracked-files=no",
            check=False).stdout.strip():
         say(f"tree: {repo} has uncommitted changes: they are not gated (commit them, "
@@ -180,7 +189,7 @@ def prepare(cache: Cache, tarball: str) -> Source:
         raise GateError(f"{tarball} does not hold one top-level directory")
     try:
         version = makefile_version(tops[0])
-        check_version(version)
+        family_of(version)
     except GateError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
