@@ -35,6 +35,13 @@ class GateRefusesBadInput(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("nosuch", one_line(self, r))
 
+    def test_an_unknown_tree_is_named_by_every_tool(self):
+        for tool in ("gate", "mutate", "bench"):
+            with self.subTest(tool=tool):
+                r = run_tool([tool, "--tree", "5.10"])
+                self.assertEqual(r.returncode, 2)
+                self.assertIn("5.10", one_line(self, r))
+
     def test_matrix_and_config_together_are_refused(self):
         r = run_tool(["gate", "--matrix", "--config", "rt"])
         self.assertEqual(r.returncode, 2)
@@ -136,6 +143,13 @@ class GateRefusesBadInput(unittest.TestCase):
         line = one_line(self, r)
         self.assertIn("linux-source-6.12", line)
         self.assertIn("root", line)
+        # The newer tree names the suite it comes from, too.
+        r = run_tool(["gate", "--tree", "7.3", "--cache", os.path.join(self.tmp, "cache")],
+                     env={"PMD_GATE_SRC_DIR": empty, "HOME": self.tmp}, user="nobody")
+        self.assertEqual(r.returncode, 1)
+        line = one_line(self, r)
+        self.assertIn("linux-source-7.3", line)
+        self.assertIn("trixie-backports", line)
 
     def test_a_missing_qemu_is_named(self):
         # A PATH with everything the host has except QEMU.

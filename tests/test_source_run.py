@@ -1,8 +1,9 @@
 """tools/gate --source DIR on a developer's kernel git checkout: a 6.12
 checkout with a local commit on top is gated (with a patch under review on
 top, --apply) and left exactly as it was: HEAD, branch, status and stash,
-also after an interrupted run; a tree whose API no series knows is refused
-in one line."""
+also after an interrupted run; a 7.x checkout gets the mainline series,
+generated on its own HEAD; a tree whose API no series knows is refused in
+one line."""
 
 import json
 import os
@@ -106,20 +107,55 @@ class AGateOfADevelopersCheckout(unittest.TestCase):
         self.assertEqual(state(self.repo), self.before)
 
 
+class AMainlineCheckout(unittest.TestCase):
+    """A 7.x checkout (here Debian's 7.3.4 with a local commit) is gated with
+    the mainline series generated on its HEAD."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="source-7-")
+        cached = tree.prepare(Cache(), tree.find_tarball(tree_name="7.3")).path
+        cls.repo = os.path.join(cls.tmp, "linux")
+        common.git(cls.tmp, "clone", "-q", "--no-checkout", cached, cls.repo)
+        common.git(cls.repo, "checkout", "-q", "-b", "dev", tree.PRISTINE_TAG)
+        with open(os.path.join(cls.repo, "mm", "memory.c"), "a") as f:
+            f.write("/* a developer's local commit */\n")
+        common.git(cls.repo, "commit", "-q", "-am", "mm: a developer's local commit")
+        cls.out = os.path.join(cls.tmp, "out.json")
+        cls.r = run_tool(["gate", "--source", cls.repo, "--only", "kunit",
+                          "--filter", "pmd_ptlock_ctor.*", "--json", cls.out], timeout=3600)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_it_passes_with_the_mainline_series_generated_on_its_head(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stdout[-3000:] + self.r.stderr[-2000:])
+        self.assertIn("(7 family)", self.r.stdout)
+        # Mainline's series: the KUnit and the selftests patches, no 6.12 fix.
+        self.assertIn("series: 2 patches applied", self.r.stdout)
+        with open(self.out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["tree"], "7.3.4")
+        kernel_table = [x["status"] for x in doc["results"]
+                        if x["name"] == "pmd_ctor_gives_a_kernel_table_no_lock"]
+        self.assertEqual(kernel_table, ["pass"])
+
+
 class ACheckoutTheSeriesDoesNotKnow(unittest.TestCase):
     def test_a_tree_of_another_api_is_refused_in_one_line(self):
-        tmp = tempfile.mkdtemp(prefix="source-73-")
+        tmp = tempfile.mkdtemp(prefix="source-66-")
         self.addCleanup(shutil.rmtree, tmp, True)
         with open(os.path.join(tmp, "Makefile"), "w") as f:
-            f.write("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 4\nEXTRAVERSION =\n")
+            f.write("VERSION = 6\nPATCHLEVEL = 6\nSUBLEVEL = 1\nEXTRAVERSION =\n")
         common.git(tmp, "init", "-q")
         common.git(tmp, "add", "Makefile")
-        common.git(tmp, "commit", "-q", "-m", "linux 7.3.4")
+        common.git(tmp, "commit", "-q", "-m", "linux 6.6.1")
         r = run_tool(["gate", "--no-install", "--source", tmp], timeout=120)
         self.assertEqual(r.returncode, 1)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         self.assertEqual(len(lines), 1, r.stderr)
-        self.assertIn("7.3.4", lines[0])
+        self.assertIn("6.6.1", lines[0])
 
     def test_a_directory_that_is_not_a_checkout_is_refused_in_one_line(self):
         tmp = tempfile.mkdtemp(prefix="source-none-")
