@@ -11,9 +11,9 @@ import shutil
 import tempfile
 import unittest
 
-from helpers import REPO
+from helpers import REPO, run_tool
 from gatelib.cache import Cache
-from gatelib.trees import TREES
+from gatelib.trees import DEFAULT_TREE, TREES
 from gatelib import common, mutants, tree
 
 CATALOGUE = sorted(glob.glob(os.path.join(REPO, "mutants", "*.diff")))
@@ -83,16 +83,19 @@ class TheCatalogue(unittest.TestCase):
         for m in eq:
             self.assertGreater(len(m["equivalent"]), 40, m["name"])
 
-    def test_every_mutant_applies_to_the_pristine_tree(self):
-        src = tree.prepare(Cache(), tree.find_tarball()).path
-        # Against the pristine commit itself (an index of it), not the working
-        # tree, which a gate run may be using at the time.
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-            common.git(src, "read-tree", tree.PRISTINE_TAG, env=env)
-            for p in CATALOGUE:
-                r = common.git(src, "apply", "--cached", "--check", p, check=False, env=env)
-                self.assertEqual(r.returncode, 0, (os.path.basename(p), r.stderr))
+    def test_every_trees_catalogue_applies_to_its_pristine_tree(self):
+        for name in TREES:
+            src = tree.prepare(Cache(), tree.find_tarball(tree_name=name)).path
+            # Against the pristine commit itself (an index of it), not the working
+            # tree, which a gate run may be using at the time.
+            with tempfile.TemporaryDirectory() as tmp:
+                env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+                common.git(src, "read-tree", tree.PRISTINE_TAG, env=env)
+                for p in mutants.catalogue(os.path.join(REPO, "mutants"), name):
+                    if mutants.read(p, "default")["not_applicable"]:
+                        continue
+                    r = common.git(src, "apply", "--cached", "--check", p, check=False, env=env)
+                    self.assertEqual(r.returncode, 0, (name, os.path.basename(p), r.stderr))
 
 
 class ReadingAMutant(unittest.TestCase):
@@ -521,6 +524,51 @@ class AStoredResult(unittest.TestCase):
             finally:
                 with open(path, "w") as f:
                     f.write(text)
+
+
+class ReclassifyingFromKeptEvidence(unittest.TestCase):
+    """--reclassify judges mutants again from the evidence a measuring run
+    kept in the cache, with no gate run: a classifier change costs no boot."""
+
+    def setUp(self):
+        import mutate
+        self.tmp = tempfile.mkdtemp(prefix="reclassify-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        tree.prepare(Cache(), tree.find_tarball())
+        # The cache's unpacked tree, shared; everything else fresh.
+        os.symlink(Cache().src_root(), os.path.join(self.tmp, "src"))
+        work = Cache(self.tmp).mutate_work(DEFAULT_TREE, "ours")
+        row = {"config": "default", "kind": "kunit", "suite": "pmd_ptlock_deposit",
+               "name": "withdraw_returns_the_deposit_and_empties_the_queue", "reason": ""}
+        run = {"tree": "6.12.118", "configs": {}}
+        logs = os.path.join(self.tmp, "logs")
+        os.makedirs(logs)
+        with open(os.path.join(logs, "kunit-exec.log"), "w") as f:
+            f.write("KTAP version 1\n")
+        mutate.save_evidence(mutate.evidence_path(os.path.join(work, "baseline"), "unmodified",
+                                                  "default"),
+                             dict(run, verdict="pass", results=[dict(row, status="pass")]), logs, 9)
+        mutate.save_evidence(mutate.evidence_path(work, "05-withdraw-never-empties-the-queue",
+                                                  "default"),
+                             dict(run, verdict="fail",
+                                  results=[dict(row, status="fail", reason="Expected NULL")]),
+                             logs, 14)
+        self.out = os.path.join(self.tmp, "out.json")
+        self.r = run_tool(["mutate", "--reclassify", "--cache", self.tmp, "--json", self.out,
+                           os.path.join(REPO, "mutants", "05-withdraw-never-empties-the-queue.diff"),
+                           os.path.join(REPO, "mutants", "12-thp-fault-does-not-deposit.diff")],
+                          timeout=300)
+
+    def test_a_kept_run_is_judged_again_and_one_without_evidence_is_named(self):
+        self.assertEqual(self.r.returncode, 1, self.r.stdout[-2000:] + self.r.stderr)
+        with open(self.out) as f:
+            doc = json.load(f)
+        self.assertEqual([(m["name"], m["status"], m["seconds"]) for m in doc["mutants"]],
+                         [("05-withdraw-never-empties-the-queue", "killed", 14)])
+        self.assertIn("12-thp-fault-does-not-deposit", self.r.stderr)
+        # Nothing booted or built: no gate ran.
+        self.assertNotIn("(ours suite)", self.r.stdout + self.r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "build")))
 
 
 class SlimBaselines(unittest.TestCase):

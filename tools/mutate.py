@@ -22,6 +22,7 @@ catalogue can be measured across several sittings.
 
 import argparse
 import json
+import lzma
 import re
 import os
 import signal
@@ -30,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gatelib import common, mutants, series, tree  # noqa: E402
+from gatelib import common, guest, mutants, series, tree  # noqa: E402
 from gatelib.cache import Cache  # noqa: E402
 from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
 
@@ -58,6 +59,11 @@ def parse_args(argv):
     ap.add_argument("--markdown", metavar="FILE",
                     help="write the kill table, scores and times as Markdown (for the README)")
     ap.add_argument("--shard", metavar="K/N", help="run only the K-th of N disjoint slices")
+    ap.add_argument("--reclassify", action="store_true",
+                    help="boot nothing: judge each mutant again, with this classifier, from the "
+                         "evidence (gate result and its console/TAP logs) kept in the cache by "
+                         "the run that measured it, and store the results under this "
+                         "classifier's key")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="fold shard results into one table and score (runs nothing)")
     # --timeout, passed to the gate: a mutant that hangs a guest costs this
@@ -70,8 +76,10 @@ def parse_args(argv):
                          "(docs/mutate/records) carries them to another machine, where the same "
                          "tree, series and classifier reuse them")
     args = ap.parse_args(argv)
-    if args.merge and (args.files or args.shard):
+    if args.merge and (args.files or args.shard or args.reclassify):
         ap.error("--merge takes only result files")
+    if args.reclassify and args.resume:
+        ap.error("--reclassify judges what is kept; --resume is for runs that boot")
     common.check_shared_options(ap, args)
     if not args.merge:
         try:
@@ -171,6 +179,37 @@ def record_path(work, m):
     return os.path.join(work, f"{m['name']}-{m['config']}.record.json")
 
 
+# What a gate run is judged from, kept beside its result in the cache (not
+# in --records: a few hundred kB each) so a classifier change can judge it
+# again without booting: the gate's JSON and the logs its rows came from.
+EVIDENCE_LOGS = ("kunit-exec.log", "guest-console.log", os.path.join("out", "kselftest.log"))
+
+
+def evidence_path(work, name, cfg):
+    return os.path.join(work, f"{name}-{cfg}.evidence.json.xz")
+
+
+def save_evidence(path, data, log_dir, seconds):
+    logs = {}
+    for name in EVIDENCE_LOGS:
+        text = guest.read(os.path.join(log_dir, name))
+        if text is not None:
+            logs[name] = text
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with lzma.open(path + ".tmp", "wt") as f:
+        json.dump({"gate": data, "seconds": seconds, "logs": logs}, f)
+    os.replace(path + ".tmp", path)
+
+
+def load_evidence(path):
+    """The kept evidence of a gate run, or None."""
+    try:
+        with lzma.open(path, "rt") as f:
+            return json.load(f)
+    except (OSError, ValueError, EOFError, lzma.LZMAError):
+        return None
+
+
 def _stored(path):
     """The results stored in a record file, by key."""
     try:
@@ -203,9 +242,17 @@ def _base_record(records, cfg):
     return os.path.join(records, "baseline", f"{cfg}.record.json")
 
 
-def baseline(args, work, records, suite, cfg, key):
+def baseline(args, work, records, suite, cfg, key, log_dir):
     """The unmodified tree's gate JSON for (suite, configuration): only a test
     that passed here can kill a mutant."""
+    if args.reclassify:
+        ev = load_evidence(evidence_path(os.path.join(work, "baseline"), "unmodified", cfg))
+        if ev is None:
+            raise GateError(f"no evidence of the unmodified tree's run on {cfg} ({suite}) in "
+                            f"{work}: measure it first (without --reclassify)")
+        base = mutants.slim_baseline(ev["gate"])
+        _keep(_base_record(records, cfg), key, base)
+        return base
     out, log = os.path.join(work, "baseline", f"{cfg}.json"), os.path.join(work, "baseline", f"{cfg}.log")
     kept = _base_record(records, cfg)
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -215,31 +262,24 @@ def baseline(args, work, records, suite, cfg, key):
         say(f"mutate: the unmodified tree on {cfg} ({suite}): reused from an earlier run")
         return base
     say(f"mutate: the unmodified tree on {cfg} ({suite} suite) first")
+    t0 = time.monotonic()
     base = gate(args, suite, cfg, out, log)
     if base is None or not any(r["status"] == "pass" for r in base["results"]):
         raise GateError(f"the unmodified tree did not run on {cfg} ({suite} suite; log: {log})")
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
+    save_evidence(evidence_path(os.path.join(work, "baseline"), "unmodified", cfg), base,
+                  log_dir, round(time.monotonic() - t0))
     # Only what judging needs is stored: which rows passed, failed, skipped.
     base = mutants.slim_baseline(base)
     _keep(kept, key, base)
     return base
 
 
-def judge(args, work, records, suite, m, base, key, keep):
-    """One mutant under one suite: a result record."""
-    cfg = m["config"]
-    kept = record_path(records, m)
-    res = _load_kept(kept, key) if args.resume else None
-    if res is not None:
-        say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
-        return dict(res, reused=True)
-    say(f"mutate: {m['name']} on {cfg} ({suite} suite)")
-    t0 = time.monotonic()
-    log = os.path.join(work, f"{m['name']}-{cfg}.log")
-    data = gate(args, suite, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
-                mutant=m["path"], keep=keep)
+def verdict_of(m, data, base, seconds, log):
+    """A mutant's result record from its gate JSON (None: the gate wrote
+    none) against the unmodified tree's slim baseline."""
     if data is None:
         # The gate bounds its guests and builds: no result is the harness failing.
         status, why = "invalid", f"the gate wrote no result (log: {log})"
@@ -249,11 +289,38 @@ def judge(args, work, records, suite, m, base, key, keep):
         status, why = "equivalent", m["equivalent"]
     elif m["equivalent"]:
         why = f"{why} (declared equivalent, but this run tells them apart)"
-    res = {"name": m["name"], "behaviour": m["behaviour"], "config": cfg,
-           "status": status, "killed_by": why,
-           "seconds": round(time.monotonic() - t0), "expected_killers": m["expected_killers"],
-           "file": os.path.relpath(m["path"], common.REPO)
-           if m["path"].startswith(common.REPO + os.sep) else m["path"]}
+    return {"name": m["name"], "behaviour": m["behaviour"], "config": m["config"],
+            "status": status, "killed_by": why,
+            "seconds": seconds, "expected_killers": m["expected_killers"],
+            "file": os.path.relpath(m["path"], common.REPO)
+            if m["path"].startswith(common.REPO + os.sep) else m["path"]}
+
+
+def judge(args, work, records, suite, m, base, key, keep, log_dir):
+    """One mutant under one suite: a result record (None: --reclassify
+    found no evidence of it)."""
+    cfg = m["config"]
+    kept = record_path(records, m)
+    evidence = evidence_path(work, m["name"], cfg)
+    if args.reclassify:
+        ev = load_evidence(evidence)
+        if ev is None:
+            say(f"mutate: {m['name']} on {cfg} ({suite}): no evidence kept: not judged")
+            return None
+        res = verdict_of(m, ev["gate"], base, ev["seconds"], evidence)
+        _keep(kept, key, res)
+        say(f"mutate: {m['name']} ({suite}): {res['status']}, judged again from {evidence}")
+        return dict(res, reused=True)
+    res = _load_kept(kept, key) if args.resume else None
+    if res is not None:
+        say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
+        return dict(res, reused=True)
+    say(f"mutate: {m['name']} on {cfg} ({suite} suite)")
+    t0 = time.monotonic()
+    log = os.path.join(work, f"{m['name']}-{cfg}.log")
+    data = gate(args, suite, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
+                mutant=m["path"], keep=keep)
+    res = verdict_of(m, data, base, round(time.monotonic() - t0), log)
     # A setup failure (no result, no packages, the tree busy) is no verdict on
     # the mutant: not stored, so a resumed run tries again.
     setup = data is None or any(
@@ -261,8 +328,9 @@ def judge(args, work, records, suite, m, base, key, keep):
         and not re.match(r"mutant .* does not apply", r["reason"]) for r in data["results"])
     if not setup:
         _keep(kept, key, res)
-    say(f"mutate: {m['name']} ({suite}): {status} in {res['seconds']} s"
-        + (f" ({why[:120]})" if why else ""))
+        save_evidence(evidence, data, log_dir, res["seconds"])
+    say(f"mutate: {m['name']} ({suite}): {res['status']} in {res['seconds']} s"
+        + (f" ({res['killed_by'][:120]})" if res["killed_by"] else ""))
     return res
 
 
@@ -298,7 +366,7 @@ def main(argv):
                else work[s] for s in suites}
     for d in list(work.values()) + list(records.values()):
         os.makedirs(d, exist_ok=True)
-    results, baselines = [], {}
+    results, baselines, unjudged = [], {}, []
     src, version = None, "unknown"
     try:
         src = (tree.prepare_checkout(cache, args.source) if args.source else
@@ -318,13 +386,19 @@ def main(argv):
                 # the tree from one suite's run to the next.
                 if (s, cfg) not in baselines:
                     baselines[s, cfg] = baseline(args, work[s], records[s], s, cfg,
-                                                 result_key(args, source, s, cfg))
+                                                 result_key(args, source, s, cfg),
+                                                 cache.logs(src.cache_key, cfg))
             per_suite = {}
             for i, s in enumerate(suites):
                 # Keep the mutant applied when the next suite will run on this build.
                 keep = any(not reusable[n] for n in suites[i + 1:])
-                per_suite[s] = judge(args, work[s], records[s], s, m, baselines[s, cfg], keys[s], keep)
-            restore_tree(cache, src)
+                per_suite[s] = judge(args, work[s], records[s], s, m, baselines[s, cfg], keys[s],
+                                     keep, cache.logs(src.cache_key, cfg))
+            if not args.reclassify:
+                restore_tree(cache, src)
+            if any(r is None for r in per_suite.values()):
+                unjudged.append(m["name"])
+                continue
             res = per_suite[suites[0]]
             if len(suites) > 1:
                 up = per_suite["upstream"]
@@ -342,9 +416,14 @@ def main(argv):
         return 130
     finally:
         # The gate restores the tree itself; this covers a gate killed hard.
-        if src:
+        if src and not args.reclassify:
             restore_tree(cache, src)
-    return finish(args, mutants.document(version, args.suite, results, absent))
+    status = finish(args, mutants.document(version, args.suite, results, absent))
+    if unjudged:
+        print(f"mutate: no evidence kept for {len(unjudged)} mutant(s), not judged: "
+              f"{' '.join(unjudged)} (measure them without --reclassify)", file=sys.stderr)
+        return 1
+    return status
 
 
 # What a kill report names besides the tests and findings that did the
