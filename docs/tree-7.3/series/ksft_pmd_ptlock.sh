@@ -1,4 +1,0 @@
-#!/bin/sh -e
-# SPDX-License-Identifier: GPL-2.0
-
-./run_vmtests.sh -t pmd_ptlock
