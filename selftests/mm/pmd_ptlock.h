@@ -397,6 +397,58 @@ static inline const char *pt_range_left_empty(void *addr, size_t len)
 	return why[0] ? why : NULL;
 }
 
+/* Whether THP faults that only read may map the huge zero page. */
+static inline bool pt_use_zero_page(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/use_zero_page", "r");
+	int zp = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &zp) != 1)
+			zp = -1;
+		fclose(f);
+	}
+	return zp == 1;
+}
+
+#define PT_PTES_NONE "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none"
+static char pt_ptes_none_saved[16];
+
+static inline void pt_ptes_none_restore(void)
+{
+	FILE *f = fopen(PT_PTES_NONE, "w");
+
+	if (f) {
+		fputs(pt_ptes_none_saved, f);
+		fclose(f);
+	}
+}
+
+/*
+ * khugepaged collapses a range with up to max_ptes_none empty entries
+ * (511 of 512 by default) back into a THP whenever its scan comes by, so a
+ * check that a one-page zap left the rest mapped by PTEs could find a huge
+ * PMD again, filled by khugepaged, not left by the zap. For the rest of
+ * the run it must leave holes alone (max_ptes_none 0; MADV_COLLAPSE
+ * ignores the setting); the old value is put back at exit.
+ */
+static inline void pt_khugepaged_leave_holes(void)
+{
+	FILE *f = fopen(PT_PTES_NONE, "r");
+
+	if (!f)
+		return;			/* no khugepaged: nothing refills */
+	if (!fgets(pt_ptes_none_saved, sizeof(pt_ptes_none_saved), f))
+		pt_ptes_none_saved[0] = '\0';
+	fclose(f);
+	f = fopen(PT_PTES_NONE, "w");
+	if (!f || fputs("0", f) < 0 || fclose(f))
+		ksft_exit_fail_msg("cannot set %s to 0: %s\n", PT_PTES_NONE,
+				   strerror(errno));
+	if (pt_ptes_none_saved[0])
+		atexit(pt_ptes_none_restore);
+}
+
 /*
  * Prove THP is in use before testing anything: a 2 MiB-aligned
  * MADV_HUGEPAGE chunk, written once, must be a THP in kpageflags, be mapped

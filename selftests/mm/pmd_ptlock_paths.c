@@ -788,11 +788,10 @@ static void run_case(const struct path *p, const struct layout *l)
 
 int main(void)
 {
-	int zp = -1, major, minor;
+	int major, minor;
 	struct utsname u;
 	const char *why;
 	size_t i, j;
-	FILE *f;
 
 	ksft_print_header();
 	pagesize = getpagesize();
@@ -801,13 +800,8 @@ int main(void)
 		ksft_exit_skip("%s\n", why);
 	if (getuid())
 		ksft_exit_skip("needs root to read PFNs from /proc/self/pagemap\n");
-	f = fopen("/sys/kernel/mm/transparent_hugepage/use_zero_page", "r");
-	if (f) {
-		if (fscanf(f, "%d", &zp) != 1)
-			zp = -1;
-		fclose(f);
-	}
-	zero_page = zp == 1;
+	pt_khugepaged_leave_holes();
+	zero_page = pt_use_zero_page();
 	if (!uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2)
 		collapse = major > 6 || (major == 6 && minor >= 1);
 	ksft_set_plan(ARRAY_SIZE(paths) * ARRAY_SIZE(layouts));

@@ -310,6 +310,7 @@ int main(int argc, char **argv)
 	why = pt_thp_unavailable();
 	if (why)
 		ksft_exit_skip("%s\n", why);
+	pt_khugepaged_leave_holes();
 	if (!must_reclaim() && kept_alone())
 		ksft_exit_skip("MADV_DONTNEED keeps emptied PTE tables (no CONFIG_PT_RECLAIM, which 6.12 lacks): nothing to race\n");
 	ksft_set_plan(pt_case_results(checks));

@@ -286,9 +286,8 @@ int main(int argc, char **argv)
 {
 	const char *why;
 	char reason[128];
-	int zp = -1, fd;
+	int fd;
 	size_t i;
-	FILE *f;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
@@ -301,13 +300,7 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		ksft_exit_skip("%s\n", reason);
 	close(fd);
-	f = fopen("/sys/kernel/mm/transparent_hugepage/use_zero_page", "r");
-	if (f) {
-		if (fscanf(f, "%d", &zp) != 1)
-			zp = -1;
-		fclose(f);
-	}
-	zero_page = zp == 1;
+	zero_page = pt_use_zero_page();
 	ksft_set_plan(ARRAY_SIZE(moves) * pt_case_results(checks));
 	ksft_print_msg("%d traffic threads, %d moves per case\n", nr_threads,
 		       1 + 2 * rounds);
