@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -416,12 +417,23 @@ static char pt_ptes_none_saved[16];
 
 static inline void pt_ptes_none_restore(void)
 {
-	FILE *f = fopen(PT_PTES_NONE, "w");
+	/* open/write/close only: it also runs from a signal handler. */
+	int fd = open(PT_PTES_NONE, O_WRONLY);
 
-	if (f) {
-		fputs(pt_ptes_none_saved, f);
-		fclose(f);
+	if (fd >= 0) {
+		ssize_t n = write(fd, pt_ptes_none_saved, strlen(pt_ptes_none_saved));
+
+		close(fd);
+		(void)n;	/* best effort: nothing more to do on failure */
 	}
+}
+
+/* A runner's timeout (SIGTERM) or ^C must not leave max_ptes_none at 0. */
+static inline void pt_ptes_none_on_signal(int sig)
+{
+	pt_ptes_none_restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 /*
@@ -445,8 +457,11 @@ static inline void pt_khugepaged_leave_holes(void)
 	if (!f || fputs("0", f) < 0 || fclose(f))
 		ksft_exit_fail_msg("cannot set %s to 0: %s\n", PT_PTES_NONE,
 				   strerror(errno));
-	if (pt_ptes_none_saved[0])
+	if (pt_ptes_none_saved[0]) {
 		atexit(pt_ptes_none_restore);
+		signal(SIGTERM, pt_ptes_none_on_signal);
+		signal(SIGINT, pt_ptes_none_on_signal);
+	}
 }
 
 /*
@@ -580,6 +595,38 @@ static inline void pt_note(struct pt_report *r, const char *fmt, ...)
 #define PT_POLL_MS	50
 
 /*
+ * Wake khugepaged for a pass now. A process that exits while khugepaged's
+ * scan is parked on its mm leaves the mm (and, where it is counted in
+ * NR_PAGETABLE, its pgd: x86 in 7.x) to khugepaged's next pass, up to
+ * scan_sleep_millisecs (10 s) or alloc_sleep_millisecs (60 s) away.
+ * Writing either setting its own value wakes khugepaged at once.
+ */
+static inline void pt_kick_khugepaged(void)
+{
+	static const char *const knobs[] = {
+		"/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs",
+		"/sys/kernel/mm/transparent_hugepage/khugepaged/alloc_sleep_millisecs",
+	};
+	char val[32];
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		f = fopen(knobs[i], "r");
+		if (!f)
+			continue;
+		if (!fgets(val, sizeof(val), f))
+			val[0] = '\0';
+		fclose(f);
+		f = val[0] ? fopen(knobs[i], "w") : NULL;
+		if (f) {
+			fputs(val, f);
+			fclose(f);
+		}
+	}
+}
+
+/*
  * Run on every CPU we may run on, one after the other. A CPU that went idle
  * after running the child keeps the child's mm as its lazy TLB mm, and with
  * it the mm's pgd, until it switches to another user mm; where the pgd is
@@ -626,6 +673,8 @@ static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
 		*after = pt_pagetables_kb();
 		if (*after <= *before || waited >= PT_SETTLE_MS)
 			break;
+		if (waited % 1000 == 0)
+			pt_kick_khugepaged();
 		usleep(PT_POLL_MS * 1000);
 	}
 	return status;

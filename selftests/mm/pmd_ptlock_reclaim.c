@@ -33,13 +33,15 @@
  * table, there is nothing to race, and the test is skipped.
  *
  * Catches: reclaim that frees a PTE table still mapping pages (data lost,
- * "Bad page" reports, PageTables not back to baseline), that clears the
- * PMD entry without the PMD lock or while a THP fault installs a huge PMD
- * there (a lost THP or deposit: a crash, or PageTables not back to
- * baseline), that frees the table without waiting for lockless walkers (a
- * use-after-free in the walker, caught by KASAN), a split that loses data,
- * and reclaim that stops happening or leaves the PMD entry behind under
- * PMD lock contention (the refill is mapped by PTEs instead of a THP).
+ * "Bad page" reports, PageTables not back to baseline), a split that loses
+ * data or maps the chunk wrongly, reclaim that stops happening or leaves
+ * the PMD entry behind when its trylock of the PMD lock fails under the
+ * traffic's contention (the refill is mapped by PTEs instead of a THP),
+ * and a reclaim that leaks or double-frees the table (PageTables, console).
+ * Not raced: only the worker touches its own chunk, so a reclaim that
+ * clears the entry without the PMD lock, or frees the table before
+ * lockless walkers are done, is left to lockdep and the console scan
+ * (the walker's reads are not checked; no configuration has KASAN).
  */
 #define _GNU_SOURCE
 #include <sys/utsname.h>
@@ -273,7 +275,8 @@ static int probe(void)
 	long cycle_kb, refill_kb;
 	char *base;
 
-	base = pt_map_aligned(2 * pmdsize, pmdsize, true);
+	/* In one PMD table: a new one would add a page to the cycle's VmPTE. */
+	base = pt_map_aligned(2 * pmdsize, PT_GIB, true);
 	if (!base || madvise(base, getpagesize(), MADV_NOHUGEPAGE))
 		return 2;
 	*base = 1;

@@ -70,9 +70,9 @@ static const char *const checks[] = {
 	[C_MOVED] =
 		"moved, not copied or split (same PFNs, still one huge PMD per chunk)",
 	[C_SRC_EMPTY] = "source left with nothing mapped (PAGEMAP_SCAN)",
-	[C_QUIET] = "a move alone allocates and frees no page table (VmPTE unchanged)",
+	[C_QUIET] = "a move alone leaves VmPTE unchanged",
 	[C_ZAP] =
-		"zapping the moved chunks frees one deposited page table each from their new table (VmPTE)",
+		"zapping the moved chunks lowers VmPTE by one page table each (their deposits, withdrawn from the new table)",
 	[C_TRAFFIC] =
 		"traffic in other VMAs of both tables (its faults and zaps can overlap a move) sees its data",
 	NULL
@@ -160,6 +160,9 @@ static void check_source(const struct move *m, struct pt_report *r, int move,
 	}
 }
 
+/* Traffic faults that completed during the UFFDIO_MOVE ioctls themselves. */
+static long faults_in_moves;
+
 /* Move [from, +len) to [to, +len) and check what each side holds then. */
 static void move_and_check(const struct move *m, struct pt_report *r, int fd,
 			   int move, char *from, char *to)
@@ -167,12 +170,14 @@ static void move_and_check(const struct move *m, struct pt_report *r, int fd,
 	size_t len = NR_CHUNKS * pmdsize;
 	unsigned long pfn[NR_CHUNKS];
 	struct pt_scan s;
-	long moved, bad;
+	long moved, bad, done;
 	bool ok;
 	int i;
 
 	check_source(m, r, move, from, pfn);
+	done = pt_traffic_done();
 	moved = pt_uffd_move(fd, to, from, len);
+	faults_in_moves += pt_traffic_done() - done;
 	pt_check(r, C_MOVED, moved == (long)len, "move %d: UFFDIO_MOVE: %s", move,
 		 moved < 0 ? strerror(-moved) : "short move");
 	for (i = 0; i < NR_CHUNKS; i++) {
@@ -209,7 +214,7 @@ static int move_case(void *arg, struct pt_report *r)
 {
 	const struct move *m = arg;
 	size_t len = NR_CHUNKS * pmdsize;
-	long before, now, during = 0;
+	long before, now;
 	struct pt_traffic *t;
 	char *base, *a, *b;
 	int stop = 0, fd, i;
@@ -256,15 +261,13 @@ static int move_case(void *arg, struct pt_report *r)
 	t = pt_traffic_start(nr_threads, traffic_chunk, base, C_TRAFFIC, r, &stop);
 	if (!t)
 		return 2;
+	faults_in_moves = 0;
 	for (i = 0; i < rounds; i++) {
-		long done = pt_traffic_done();
-
 		move_and_check(m, r, fd, 1 + 2 * i, b, a);
 		move_and_check(m, r, fd, 2 + 2 * i, a, b);
-		during += pt_traffic_done() - done;
 	}
 	pt_traffic_stop(t, nr_threads, &stop);
-	pt_note(r, "%ld traffic THP faults completed while UFFDIO_MOVE ran", during);
+	pt_note(r, "%ld traffic THP faults completed while UFFDIO_MOVE ran", faults_in_moves);
 
 	/*
 	 * The traffic's chunks are zapped: the moved chunks' deposits are the
