@@ -57,7 +57,7 @@ from typing import Any, Dict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gatelib import common, stats  # noqa: E402
 from gatelib.common import GateError, say  # noqa: E402
-from gatelib.trees import DEFAULT_TREE, TREES  # noqa: E402
+from gatelib.trees import DEFAULT_TREE  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
 SOURCE = os.path.join(BENCH, "pmdbench.c")
@@ -135,12 +135,8 @@ def parse_args(argv):
     g.add_argument("--vcpus", type=int, help="guest vCPUs (default 2)")
     g.add_argument("--iters", type=int, help="walk iterations per thread (default 20000)")
     g.add_argument("--mem", help="guest memory (default: 2 x size + 1G)")
-    g.add_argument("--accel", choices=["tcg", "kvm"], help="default tcg")
-    g.add_argument("--timeout", type=int, metavar="S", help="bound on one boot (default 1800)")
-    g.add_argument("--cache", metavar="DIR")
-    g.add_argument("--jobs", type=int)
-    g.add_argument("--no-install", action="store_true", default=None)
-    g.add_argument("--tree", choices=list(TREES), help=f"default {DEFAULT_TREE}")
+    common.add_shared_options(g, "--accel", "--timeout", "--cache", "--jobs", "--no-install",
+                              "--tree", unset=True, timeout=GUEST_ONLY["timeout"])
     h = ap.add_argument_group("host mode only")
     h.add_argument("--walk-s", type=seconds_arg, metavar="S",
                    help="seconds each walk run lasts (default 0.25)")
@@ -183,8 +179,7 @@ def parse_args(argv):
         args.compare = GUEST_DOC if args.host else HOST_DOC
     elif not os.path.isfile(args.compare):
         ap.error(f"--compare {args.compare}: no such file")
-    if args.timeout is not None:
-        common.check_shared_options(ap, args)
+    common.check_shared_options(ap, args)
     # Every bad input fails here, before the cache lock or a build: the
     # results folder must be one we can make and write in.
     why = common.output_file_problem(os.path.join(args.out, "table.txt"))

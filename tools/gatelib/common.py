@@ -171,7 +171,7 @@ SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
                          "nested KVM hangs silently on this machine kind)"),
     "--jobs": dict(type=int, default=0, metavar="N", help="make -j (default: CPUs)"),
     "--tree": dict(choices=list(TREES), default=DEFAULT_TREE,
-                   help="which Debian kernel tree to gate (default %(default)s; 7.3 comes from "
+                   help=f"which Debian kernel tree to gate (default {DEFAULT_TREE}; 7.3 comes from "
                         "trixie-backports, pinned low); with --source, the series family is "
                         "the checkout's version's"),
     "--source": dict(metavar="DIR",
@@ -181,15 +181,20 @@ SHARED_OPTIONS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def add_shared_options(ap, *names, **defaults):
-    """Add the named shared options to a parser, each with its one
-    definition; defaults={'timeout': 900} sets a tool's own default."""
+def add_shared_options(ap, *names, unset=False, **defaults):
+    """Add the named shared options to a parser (or an argument group),
+    each with its one definition; defaults={'timeout': 900} sets a tool's
+    own default. unset=True leaves every default None, so a tool can tell
+    an option given from one not given (one mode's options refused in the
+    other), the help still naming the default it applies."""
     for name in names:
         kw: Dict[str, Any] = dict(SHARED_OPTIONS[name])
         key = name.lstrip("-").replace("-", "_")
         if key in defaults:
             kw["default"] = defaults[key]
             kw["help"] = kw["help"] + f" (default {defaults[key]})"
+        if unset:
+            kw["default"] = None
         ap.add_argument(name, **kw)
 
 
@@ -197,7 +202,7 @@ def check_shared_options(ap, args):
     """The shared options' own rules, one line and exit 2 when broken."""
     if getattr(args, "timeout", None) is not None and args.timeout < 5:
         ap.error("--timeout must be at least 5 seconds")
-    if getattr(args, "jobs", 0) < 0:
+    if (getattr(args, "jobs", 0) or 0) < 0:
         ap.error("--jobs must not be negative")
 
 
