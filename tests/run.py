@@ -12,7 +12,8 @@ from gatelib import common, deps  # noqa: E402
 
 MODULES = [
     "test_static", "test_console", "test_ktap", "test_verdict", "test_expect", "test_guest", "test_gate_input",
-    "test_series", "test_mutants", "test_stats", "test_bench_host", "test_workflow", "test_compare", "test_kcidb",
+    "test_series", "test_mutants", "test_stats", "test_bench_host", "test_workflow", "test_compare", "test_flake",
+    "test_kcidb",
     "test_gate_run", "test_source_run",
     "test_mutate_run",
     "test_bench_run",

@@ -74,3 +74,40 @@ def report(c: Comparison, old_label: str, new_label: str) -> str:
         out += [f"    {cfg} {t}: {a:g} -> {b:g} s ({b / a:.2f})" for cfg, t, a, b in c.timings]
     out.append(f"  verdict: {'REGRESSED' if c.regressed else 'no new failure'}")
     return "\n".join(out)
+
+
+@dataclass
+class Flake:
+    """A row whose status differed between repeated runs of the same build."""
+    key: Key
+    counts: Dict[str, int]          # status -> runs
+    reason: str                     # the first non-pass run's reason
+
+
+def flakes(runs: List[dict]) -> Tuple[List[Flake], int]:
+    """Rows that did not have one status in every run (a row missing from a
+    run counts as "absent"), and how many rows were seen."""
+    rows = [_rows(doc) for doc in runs]
+    keys = sorted(set().union(*rows)) if rows else []
+    out = []
+    for key in keys:
+        seen = [r.get(key) for r in rows]
+        counts: Dict[str, int] = {}
+        for r in seen:
+            st = r["status"] if r else "absent"
+            counts[st] = counts.get(st, 0) + 1
+        if len(counts) > 1:
+            why = next((r.get("reason", "") for r in seen if r and r["status"] != "pass"), "")
+            out.append(Flake(key, counts, why))
+    return out, len(keys)
+
+
+def flake_report(found: List[Flake], nrows: int, nruns: int) -> str:
+    """One line a flaky row (its statuses over the runs and a reason), then
+    the totals line."""
+    lines = []
+    for f in found:
+        tally = ", ".join(f"{st} {n}/{nruns}" for st, n in sorted(f.counts.items()))
+        lines.append(f"FLAKY  {_name(f.key)}: {tally}" + (f"\n       {f.reason}" if f.reason else ""))
+    lines.append(f"{nrows - len(found)} steady, {len(found)} flaky over {nruns} runs")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""tools/flake: which rows changed status between repeated gate runs, and
+its bad input (one line, exit 2, nothing run)."""
+
+import unittest
+
+from helpers import run_tool
+from gatelib import compare
+
+
+def run(*rows):
+    return {"verdict": "pass", "results": [
+        {"config": "default", "kind": "kselftest", "suite": s, "name": n, "status": st,
+         "reason": why} for s, n, st, why in rows]}
+
+
+class FindingFlakes(unittest.TestCase):
+    def test_rows_with_one_status_in_every_run_are_steady(self):
+        a = run(("p", "x", "pass", ""), ("p", "y", "skip", "no THP"))
+        found, nrows = compare.flakes([a, a, a])
+        self.assertEqual((found, nrows), ([], 2))
+
+    def test_a_row_that_failed_once_is_flaky_with_its_tally_and_reason(self):
+        ok = run(("p", "x", "pass", ""))
+        bad = run(("p", "x", "fail", "PageTables 1068 kB before, 1072 kB after"))
+        found, nrows = compare.flakes([ok, bad, ok])
+        self.assertEqual(len(found), 1)
+        self.assertEqual(found[0].counts, {"pass": 2, "fail": 1})
+        self.assertIn("1072 kB", found[0].reason)
+        report = compare.flake_report(found, nrows, 3)
+        self.assertIn("fail 1/3, pass 2/3", report)
+        self.assertTrue(report.endswith("0 steady, 1 flaky over 3 runs"))
+
+    def test_a_row_missing_from_a_run_is_flaky(self):
+        found, _ = compare.flakes([run(("p", "x", "pass", "")), run()])
+        self.assertEqual(found[0].counts, {"pass": 1, "absent": 1})
+
+
+class FlakeRefusesBadInput(unittest.TestCase):
+    def one_line(self, r):
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        self.assertEqual(len(lines), 1, r.stderr)
+        return lines[0]
+
+    def test_a_single_run_is_refused(self):
+        r = run_tool(["flake", "--runs", "1"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--runs", self.one_line(r))
+
+    def test_gate_options_it_sets_itself_are_refused(self):
+        r = run_tool(["flake", "--", "--json", "x.json"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--json", self.one_line(r))
+
+    def test_a_bad_gate_option_is_named_before_any_run(self):
+        r = run_tool(["flake", "--", "--config", "nosuch"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nosuch", self.one_line(r))
+
+
+if __name__ == "__main__":
+    unittest.main()
