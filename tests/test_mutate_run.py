@@ -146,7 +146,8 @@ class MutantsOnRealRuns(unittest.TestCase):
 
     def test_every_result_has_the_documented_fields(self):
         self.assertEqual(set(self.doc), {"tree", "suite", "mutants", "score", "counts", "killed",
-                                         "valid"})
+                                         "valid", "not_applicable"})
+        self.assertEqual(self.doc["not_applicable"], [])
         for m in self.doc["mutants"]:
             for key in ("name", "behaviour", "config", "status", "killed_by", "seconds"):
                 self.assertIn(key, m)
