@@ -163,6 +163,9 @@ class BothSuitesOnOneBuild(unittest.TestCase):
         cls.records = os.path.join(TMP, "records")  # as docs/mutate/records, out of the cache
         cls.r = run_tool(["mutate", "--suite", "both", "--records", cls.records,
                           "--json", cls.out, KUNIT_KILL], timeout=3600)
+        if not os.path.isfile(cls.out):
+            raise AssertionError(f"mutate wrote no result (exit {cls.r.returncode}):\n"
+                                 f"{cls.r.stdout[-3000:]}\n{cls.r.stderr[-2000:]}")
         with open(cls.out) as f:
             cls.doc = json.load(f)
         work = Cache().mutate_work(DEFAULT_TREE, "upstream")  # where mutate logs
