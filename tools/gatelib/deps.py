@@ -23,22 +23,29 @@ def missing(packages=PACKAGES):
     return [p for p in packages if p not in installed]
 
 
+def _apt(*args):
+    """Run apt-get, never asking anything; its output as one text."""
+    return subprocess.run(["apt-get", *args], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _last_line(r):
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else str(r.returncode)
+
+
 def apt_install(packages):
     if os.geteuid() != 0:
         raise GateError(f"missing packages {' '.join(packages)}: install them as root "
                         f"(apt-get install {' '.join(packages)})")
     say(f"deps: installing {' '.join(packages)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cmd = ["install", "-y", "-q", "--no-install-recommends", *packages]
+    r = _apt(*cmd)
     if r.returncode != 0:
         # A new machine's package lists may be empty or stale: update once, retry.
-        subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _apt("update", "-q")
+        r = _apt(*cmd)
     if r.returncode != 0:
-        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else str(r.returncode)
-        raise GateError(f"apt-get install failed: {last}")
+        raise GateError(f"apt-get install failed: {_last_line(r)}")
 
 
 APT_LISTS = "/etc/apt/sources.list.d"
@@ -73,19 +80,15 @@ def install_tree_package(package, suite):
     if os.geteuid() != 0:
         raise GateError(f"missing package {package}: install it as root")
     if suite:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         fresh = add_suite(suite)
         if fresh or not _candidate(package):
             say(f"deps: apt-get update (for {suite})")
-            subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        sim = subprocess.run(["apt-get", "-s", "install", "--no-install-recommends", package],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            _apt("update", "-q")
+        sim = _apt("-s", "install", "--no-install-recommends", package)
         inst = [line.split()[1] for line in sim.stdout.splitlines() if line.startswith("Inst ")]
         if sim.returncode != 0 or inst != [package]:
             raise GateError(f"apt would not install {package} alone from {suite} "
-                            f"({', '.join(inst) or sim.stdout.strip().splitlines()[-1:]}): "
-                            f"nothing installed")
+                            f"({', '.join(inst) or _last_line(sim)}): nothing installed")
     apt_install([package])
 
 

@@ -15,32 +15,54 @@ from .result import Status, row
 INIT = os.path.join(REPO, "tools", "guest-init")
 
 
-def accel_args(accel):
-    """QEMU's accelerator flags, for every guest (kselftest and KUnit)."""
-    return ["-accel", "kvm"] if accel == "kvm" else ["-accel", "tcg,thread=multi"]
+# Kernel arguments of every boot (kselftest guest and KUnit): the serial
+# console; a panic reboots, which -no-reboot turns into QEMU's exit, so a
+# dead guest ends at once rather than at its bound; and under TCG the
+# jiffies watchdog loses ticks and marks the TSC unstable, leaving a 4 ms
+# clock (timed loops then read 0 s), while QEMU's TCG TSC follows the host
+# clock, so it is trusted.
+BOOT_ARGS = ["console=ttyS0", "panic=-1", "tsc=reliable"]
+
+
+def machine_args(accel, tcg_cpu, extra):
+    """QEMU's accelerator, CPU (the host's under KVM, tcg_cpu or QEMU's
+    default under TCG), firmware (qboot when installed) and the caller's
+    extra arguments, for every boot."""
+    args = ["-accel", "kvm"] if accel == "kvm" else ["-accel", "tcg,thread=multi"]
+    cpu = "host" if accel == "kvm" else tcg_cpu
+    if cpu:
+        args += ["-cpu", cpu]
+    if os.path.isfile("/usr/share/qemu/qboot.rom"):
+        args += ["-bios", "qboot.rom"]
+    return args + shlex.split(extra or "")
+
+
+def run_bounded(cmd, log, label, timeout, watch, heartbeat=30):
+    """Run a boot with its console into log under its bound and watch;
+    returns None, or why it was stopped (the guest row's reason)."""
+    try:
+        run_logged(cmd, log, label, timeout, heartbeat=heartbeat, watch=watch)
+    except StepStopped:
+        return watch.stopped(timeout)
+    except StepTimeout:
+        return f"guest hung: killed after {timeout} s"
+    return None
 
 
 def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
-    append = " ".join([
-        "console=ttyS0", "root=hostroot", "rootfstype=9p",
+    append = " ".join(BOOT_ARGS + [
+        "root=hostroot", "rootfstype=9p",
         "rootflags=trans=virtio,version=9p2000.L,msize=512000", "ro", f"init={INIT}",
-        # An Oops ends the guest at once (panic=-1 reboots, -no-reboot exits)
-        # instead of leaving it to hang on a lock the dead task held.
-        "oops=panic", "panic=-1", "kunit.enable=0", "printk.time=1",
-        # Under TCG the jiffies watchdog loses ticks and marks the TSC
-        # unstable, leaving a 4 ms clock (timed loops then read 0 s); QEMU's
-        # TCG TSC follows the host clock, so trust it.
-        "tsc=reliable",
+        # An Oops panics too: the guest ends at once instead of hanging on
+        # a lock the dead task held.
+        "oops=panic", "kunit.enable=0", "printk.time=1",
     ])
     cmd = ["qemu-system-x86_64", "-nodefaults", "-nographic", "-no-reboot",
            "-m", mem, "-smp", str(smp), "-serial", "stdio", "-kernel", kernel, "-append", append,
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
            "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
            "-virtfs", f"local,path={build},mount_tag=build,security_model=none,multidevs=remap"]
-    cmd += accel_args(accel) + ["-cpu", "host" if accel == "kvm" else "max"]
-    if os.path.isfile("/usr/share/qemu/qboot.rom"):
-        cmd += ["-bios", "qboot.rom"]
-    return cmd + shlex.split(extra or "")
+    return cmd + machine_args(accel, "max", extra)
 
 
 def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra_qemu, mem,
@@ -61,17 +83,11 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
     cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu)
     say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for {what}; console {console_log}")
     t0 = time.monotonic()
-    hung = None
     # A guest that printed a fatal report and then went quiet is stopped
     # early rather than at its bound (its results so far are kept).
     watch = console.QuietAfterFatal(progress=[os.path.join(out, n) for n in
                                               ("kselftest.log", "run.log", "status")])
-    try:
-        run_logged(cmd, console_log, "guest", timeout, heartbeat=30, watch=watch)
-    except StepStopped:
-        hung = watch.stopped(timeout)
-    except StepTimeout:
-        hung = f"guest hung: killed after {timeout} s"
+    hung = run_bounded(cmd, console_log, "guest", timeout, watch)
     with open(console_log, errors="replace") as f:
         console_text = f.read()
     return out, console_text, round(time.monotonic() - t0), hung
