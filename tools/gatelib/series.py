@@ -39,15 +39,25 @@ def _append(text):
     return edit
 
 
-def _insert_after(anchor, text):
-    """Insert text after the first line equal to anchor; the anchor must exist."""
+def _insert(anchor, text, after):
+    """Insert text after (or before) the first line equal to anchor; the
+    anchor must exist."""
     def edit(old, path):
         lines = old.splitlines(keepends=True)
         for i, line in enumerate(lines):
             if line.rstrip("\n") == anchor:
-                return "".join(lines[:i + 1]) + text + "".join(lines[i + 1:])
+                at = i + 1 if after else i
+                return "".join(lines[:at]) + text + "".join(lines[at:])
         raise GateError(f"series: anchor {anchor!r} not found in {path}")
     return edit
+
+
+def _insert_after(anchor, text):
+    return _insert(anchor, text, after=True)
+
+
+def _insert_before(anchor, text):
+    return _insert(anchor, text, after=False)
 
 
 def _chain(*edits):
@@ -56,17 +66,6 @@ def _chain(*edits):
         for e in edits:
             old = e(old, path)
         return old
-    return edit
-
-
-def _insert_before(anchor, text):
-    """Insert text before the first line equal to anchor; the anchor must exist."""
-    def edit(old, path):
-        lines = old.splitlines(keepends=True)
-        for i, line in enumerate(lines):
-            if line.rstrip("\n") == anchor:
-                return "".join(lines[:i]) + text + "".join(lines[i:])
-        raise GateError(f"series: anchor {anchor!r} not found in {path}")
     return edit
 
 
