@@ -245,16 +245,17 @@ def _base_record(records, cfg):
 def baseline(args, work, records, suite, cfg, key, log_dir):
     """The unmodified tree's gate JSON for (suite, configuration): only a test
     that passed here can kill a mutant."""
+    kept = _base_record(records, cfg)
+    evidence = evidence_path(os.path.join(work, "baseline"), "unmodified", cfg)
     if args.reclassify:
-        ev = load_evidence(evidence_path(os.path.join(work, "baseline"), "unmodified", cfg))
+        ev = load_evidence(evidence)
         if ev is None:
             raise GateError(f"no evidence of the unmodified tree's run on {cfg} ({suite}) in "
                             f"{work}: measure it first (without --reclassify)")
         base = mutants.slim_baseline(ev["gate"])
-        _keep(_base_record(records, cfg), key, base)
+        _keep(kept, key, base)
         return base
     out, log = os.path.join(work, "baseline", f"{cfg}.json"), os.path.join(work, "baseline", f"{cfg}.log")
-    kept = _base_record(records, cfg)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     os.makedirs(os.path.dirname(kept), exist_ok=True)
     base = _load_kept(kept, key) if args.resume else None
@@ -269,8 +270,7 @@ def baseline(args, work, records, suite, cfg, key, log_dir):
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
-    save_evidence(evidence_path(os.path.join(work, "baseline"), "unmodified", cfg), base,
-                  log_dir, round(time.monotonic() - t0))
+    save_evidence(evidence, base, log_dir, round(time.monotonic() - t0))
     # Only what judging needs is stored: which rows passed, failed, skipped.
     base = mutants.slim_baseline(base)
     _keep(kept, key, base)
