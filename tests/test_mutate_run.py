@@ -7,6 +7,7 @@ suites on one build (the second gate run compiles nothing), and a resumed
 run that reuses every stored result instead of running again."""
 
 import json
+import lzma
 import os
 import shutil
 import signal
@@ -208,6 +209,23 @@ class BothSuitesOnOneBuild(unittest.TestCase):
             x = {k: v for k, v in x.items() if k != "reused"}
             return dict(x, upstream={k: v for k, v in x["upstream"].items() if k != "reused"})
         self.assertEqual([strip(x) for x in again["mutants"]], self.doc["mutants"])
+
+    def test_compare_shows_the_mutant_run_against_the_clean_run_as_a_new_failure(self):
+        # The two gate runs mutate kept as evidence: the unmodified tree's and
+        # the mutant's (ours suite, default), both real runs on one build.
+        work = Cache().mutate_work(DEFAULT_TREE, "ours")
+        runs = {}
+        for label, ev in (("clean", os.path.join(work, "baseline", "unmodified-default.evidence.json.xz")),
+                          ("mutant", os.path.join(work, "32-withdraw-does-not-unlink-the-table-default.evidence.json.xz"))):
+            with lzma.open(ev, "rt") as f:
+                runs[label] = os.path.join(TMP, f"{label}.json")
+                common.write_json(runs[label], json.load(f)["gate"])
+        r = run_tool(["gate", "--compare", runs["clean"], "--against", runs["mutant"]])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("REGRESSED", r.stdout)
+        # A KUnit case named as the mutant's killer is among the new failures.
+        new = r.stdout.split("new failures:", 1)[1].split("fixed:", 1)[0]
+        self.assertIn("withdraws_return_every_deposit_exactly_once", new)
 
     def test_results_and_baselines_are_stored_where_records_says(self):
         for suite in ("ours", "upstream"):
