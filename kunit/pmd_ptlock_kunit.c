@@ -501,15 +501,18 @@ static void withdraw_returns_the_deposit_and_empties_the_queue(struct kunit *tes
 }
 
 /*
- * Catches: pmd_huge_pte() reaching the wrong queue (another table's, or
- * the mm's under split locks), so one table's zap frees another's deposit.
+ * Catches: pmd_huge_pte() reaching the wrong queue (another table's, the
+ * mm's under split locks, or one shared by every mm without them), so one
+ * table's zap frees another's deposit.
  */
 static void deposits_come_back_only_from_their_own_table(struct kunit *test)
 {
 	struct mm_struct *mm = pt_mm_alloc(test);
+	struct mm_struct *other = pt_mm_alloc(test);
 	pmd_t *p1 = pt_pmd_alloc(test, mm, PT_FIRST);
 	pmd_t *p1b = pt_pmd_alloc(test, mm, PT_FIRST + 5 * PMD_SIZE);
 	pmd_t *p2 = pt_pmd_alloc(test, mm, PT_SECOND);
+	pmd_t *p3 = pt_pmd_alloc(test, other, PT_FIRST);
 	pgtable_t a1 = pt_pgtable_alloc(test, mm);
 	pgtable_t b1 = pt_pgtable_alloc(test, mm);
 	pgtable_t a2 = pt_pgtable_alloc(test, mm);
@@ -519,6 +522,9 @@ static void deposits_come_back_only_from_their_own_table(struct kunit *test)
 	pt_deposit(mm, p1, a1);
 	pt_deposit(mm, p1b, b1);	/* another entry of the same table */
 	pt_deposit(mm, p2, a2);
+
+	/* Another mm's table at P1's address sees none of them, split or not. */
+	KUNIT_EXPECT_NULL(test, pmd_huge_pte(other, p3));
 
 	if (split_pmd) {
 		/* P2's queue holds only its own deposit. */
@@ -573,7 +579,6 @@ static void deposit_and_withdraw_through_different_entries_share_a_queue(struct 
 	KUNIT_EXPECT_NULL(test, pmd_huge_pte(mm, table + 3));
 	pt_pgtable_free(mm, got);
 }
-
 
 /*
  * Deposited tables are interchangeable (each an empty PTE table, withdrawn

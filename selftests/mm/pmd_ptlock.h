@@ -516,6 +516,20 @@ static inline const char *pt_thp_unavailable(void)
 }
 
 /*
+ * Every program's precondition, after its TAP header: skip, saying why,
+ * where THP cannot be tested or, with @need_pfns, PFNs cannot be read.
+ */
+static inline void pt_skip_unless_thp(bool need_pfns)
+{
+	const char *why = pt_thp_unavailable();
+
+	if (why)
+		ksft_exit_skip("%s\n", why);
+	if (need_pfns && getuid())
+		ksft_exit_skip("needs root to read PFNs from /proc/self/pagemap\n");
+}
+
+/*
  * Checks made in a workload child, counted in memory shared with the
  * parent, which reports each as one kselftest result after the child exits.
  */
@@ -817,6 +831,27 @@ static inline long pt_traffic_done(void)
 static inline int pt_own_vmas(void *addr, size_t len)
 {
 	return madvise(addr, len, MADV_DONTDUMP);
+}
+
+/*
+ * Traffic over two PMD tables at @base (1 GiB each), as the move tests lay
+ * it out: chunk i in the first table for even i, in the second for odd i,
+ * from chunk PT_TRAFFIC_SLOT of each table on.
+ */
+#define PT_TRAFFIC_SLOT	256
+
+static inline char *pt_two_tables_traffic_chunk(int i, void *base)
+{
+	return (char *)base + (i % 2) * PT_GIB + (PT_TRAFFIC_SLOT + i) * pmdsize;
+}
+
+/* Both tables' traffic ranges made VMAs of their own (pt_own_vmas()). */
+static inline int pt_two_tables_traffic_vmas(char *base)
+{
+	size_t len = PT_GIB - PT_TRAFFIC_SLOT * pmdsize;
+
+	return pt_own_vmas(base + PT_TRAFFIC_SLOT * pmdsize, len) ||
+	       pt_own_vmas(base + PT_GIB + PT_TRAFFIC_SLOT * pmdsize, len);
 }
 
 /* Start nr traffic threads on the chunks chunk(i); NULL on failure. */

@@ -188,14 +188,11 @@ static int hammer(void *arg, struct pt_report *r)
 
 int main(int argc, char **argv)
 {
-	const char *why;
 	size_t i;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
+	pt_skip_unless_thp(false);
 	ksft_set_plan(ARRAY_SIZE(layouts) * pt_case_results(checks));
 	ksft_print_msg("%d threads, %d rounds, THP size %zu kB\n", nr_threads,
 		       rounds, pmdsize >> 10);

@@ -239,23 +239,12 @@ static int fork_case(void *arg, struct pt_report *r)
 
 int main(int argc, char **argv)
 {
-	const char *why;
 	size_t i;
-	FILE *f;
-	int zp = -1;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
-	f = fopen("/sys/kernel/mm/transparent_hugepage/use_zero_page", "r");
-	if (f) {
-		if (fscanf(f, "%d", &zp) != 1)
-			zp = -1;
-		fclose(f);
-	}
-	if (zp != 1)
+	pt_skip_unless_thp(false);
+	if (!pt_use_zero_page())
 		ksft_exit_skip("huge zero page off (transparent_hugepage/use_zero_page != 1)\n");
 	ksft_set_plan(ARRAY_SIZE(variants) * pt_case_results(checks));
 	ksft_print_msg("%d traffic threads, %d forks per case\n", nr_threads, rounds);

@@ -58,7 +58,6 @@ static const char *const checks[] = {
 };
 
 #define NR_CHUNKS	4	/* chunks moved at a time */
-#define TRAFFIC_SLOT	256	/* first chunk index used by the traffic threads */
 
 /*
  * Always an odd number of moves: the chunks end in the table they were not
@@ -67,12 +66,6 @@ static const char *const checks[] = {
  * it missing in the new table and left over in the old one.
  */
 static int nr_threads, rounds = 15;
-
-/* Traffic chunk i: in region A for even i, in region B for odd i. */
-static char *traffic_chunk(int i, void *base)
-{
-	return (char *)base + (i % 2) * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
-}
 
 /* How chunk c must be mapped: by a huge PMD (THP) or by PTEs (small). */
 static bool mapped_as_moved(const struct move *m, char *c, enum pt_map *got)
@@ -103,12 +96,11 @@ static int move_case(void *arg, struct pt_report *r)
 	if (m->kind == MOVE_SMALL && madvise(a, len, MADV_NOHUGEPAGE))
 		return 2;
 	/* Traffic in VMAs that no move splits, merges or write-locks. */
-	if (pt_own_vmas(base + TRAFFIC_SLOT * pmdsize, PT_GIB - TRAFFIC_SLOT * pmdsize) ||
-	    pt_own_vmas(base + PT_GIB + TRAFFIC_SLOT * pmdsize,
-			PT_GIB - TRAFFIC_SLOT * pmdsize))
+	if (pt_two_tables_traffic_vmas(base))
 		return 2;
 
-	t = pt_traffic_start(nr_threads, traffic_chunk, base, C_TRAFFIC, r, &stop);
+	t = pt_traffic_start(nr_threads, pt_two_tables_traffic_chunk, base,
+			     C_TRAFFIC, r, &stop);
 	if (!t)
 		return 2;
 
@@ -160,17 +152,12 @@ static int move_case(void *arg, struct pt_report *r)
 
 int main(int argc, char **argv)
 {
-	const char *why;
 	size_t i;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
 	rounds |= 1;
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
-	if (getuid())
-		ksft_exit_skip("needs root to read PFNs from /proc/self/pagemap\n");
+	pt_skip_unless_thp(true);
 	ksft_set_plan(ARRAY_SIZE(moves) * pt_case_results(checks));
 	ksft_print_msg("%d traffic threads, %d moves per case\n", nr_threads, rounds);
 	for (i = 0; i < ARRAY_SIZE(moves); i++)

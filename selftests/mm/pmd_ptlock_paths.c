@@ -790,16 +790,11 @@ int main(void)
 {
 	int major, minor;
 	struct utsname u;
-	const char *why;
 	size_t i, j;
 
 	ksft_print_header();
 	pagesize = getpagesize();
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
-	if (getuid())
-		ksft_exit_skip("needs root to read PFNs from /proc/self/pagemap\n");
+	pt_skip_unless_thp(true);
 	pt_khugepaged_leave_holes();
 	zero_page = pt_use_zero_page();
 	if (!uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2)

@@ -306,13 +306,10 @@ static bool kept_alone(void)
 int main(int argc, char **argv)
 {
 	const char *what = "split THPs zapped whole next to THP traffic";
-	const char *why;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
+	pt_skip_unless_thp(false);
 	pt_khugepaged_leave_holes();
 	if (!must_reclaim() && kept_alone())
 		ksft_exit_skip("MADV_DONTNEED keeps emptied PTE tables (no CONFIG_PT_RECLAIM, which 6.12 lacks): nothing to race\n");

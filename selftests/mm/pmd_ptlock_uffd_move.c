@@ -79,7 +79,6 @@ static const char *const checks[] = {
 };
 
 #define NR_CHUNKS	4	/* chunks moved at a time */
-#define TRAFFIC_SLOT	256	/* first chunk index used by the traffic threads */
 
 /*
  * Round trips while the traffic runs. With the first, quiet move, the
@@ -88,12 +87,6 @@ static const char *const checks[] = {
  */
 static int nr_threads, rounds = 8;
 static bool zero_page;
-
-/* Traffic chunk i: in region A for even i, in region B for odd i. */
-static char *traffic_chunk(int i, void *base)
-{
-	return (char *)base + (i % 2) * PT_GIB + (TRAFFIC_SLOT + i) * pmdsize;
-}
 
 /* A userfaultfd with UFFD_FEATURE_MOVE, or -1 and why not. */
 static int pt_uffd_open(char *why, size_t size)
@@ -238,9 +231,7 @@ static int move_case(void *arg, struct pt_report *r)
 		*anchor = 1;
 	}
 	/* Traffic in VMAs that no move write-locks. */
-	if (pt_own_vmas(base + TRAFFIC_SLOT * pmdsize, PT_GIB - TRAFFIC_SLOT * pmdsize) ||
-	    pt_own_vmas(base + PT_GIB + TRAFFIC_SLOT * pmdsize,
-			PT_GIB - TRAFFIC_SLOT * pmdsize))
+	if (pt_two_tables_traffic_vmas(base))
 		return 2;
 	if (m->zero) {
 		if (madvise(a, len, MADV_POPULATE_READ))
@@ -258,7 +249,8 @@ static int move_case(void *arg, struct pt_report *r)
 	pt_check(r, C_QUIET, before >= 0 && now == before,
 		 "quiet move: VmPTE %ld kB -> %ld kB", before, now);
 
-	t = pt_traffic_start(nr_threads, traffic_chunk, base, C_TRAFFIC, r, &stop);
+	t = pt_traffic_start(nr_threads, pt_two_tables_traffic_chunk, base,
+			     C_TRAFFIC, r, &stop);
 	if (!t)
 		return 2;
 	faults_in_moves = 0;
@@ -287,18 +279,13 @@ static int move_case(void *arg, struct pt_report *r)
 
 int main(int argc, char **argv)
 {
-	const char *why;
 	char reason[128];
 	int fd;
 	size_t i;
 
 	ksft_print_header();
 	nr_threads = pt_threads(argc, argv, &rounds);
-	why = pt_thp_unavailable();
-	if (why)
-		ksft_exit_skip("%s\n", why);
-	if (getuid())
-		ksft_exit_skip("needs root to read PFNs from /proc/self/pagemap\n");
+	pt_skip_unless_thp(true);
 	fd = pt_uffd_open(reason, sizeof(reason));
 	if (fd < 0)
 		ksft_exit_skip("%s\n", reason);
