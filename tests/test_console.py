@@ -1,5 +1,6 @@
 """Console scan: every report kind fails the gate; a clean boot and our own TAP do not."""
 
+import os
 import unittest
 
 from helpers import fixture
@@ -72,17 +73,14 @@ class ConsoleScanFindsKernelReports(unittest.TestCase):
         self.assertEqual(rows, [("kunit console", "console clean", "pass", "")])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class AGuestQuietAfterAFatalReportIsStoppedEarly(unittest.TestCase):
-    """console.QuietAfterFatal, the watch that stops a guest within 30 s of
+    """console.GuestWatch, the watch that stops a guest within 30 s of
     going quiet after a BUG, Oops, panic or stall (on a fake clock)."""
 
     def setUp(self):
         self.now = [100.0]
-        self.watch = console.QuietAfterFatal(quiet=30, clock=lambda: self.now[0])
+        self.watch = console.GuestWatch(quiet=30, clock=lambda: self.now[0])
 
     def after(self, seconds):
         self.now[0] += seconds
@@ -126,7 +124,7 @@ class AGuestQuietAfterAFatalReportIsStoppedEarly(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             path = f.name
         try:
-            watch = console.QuietAfterFatal(quiet=30, progress=[path], clock=lambda: self.now[0])
+            watch = console.GuestWatch(quiet=30, progress=[path], clock=lambda: self.now[0])
             watch.feed("BUG: unable to handle page fault for address: 0000000000000008\n")
             watch.check()
             self.now[0] += 25
@@ -139,3 +137,57 @@ class AGuestQuietAfterAFatalReportIsStoppedEarly(unittest.TestCase):
             self.assertIsNotNone(watch.check())
         finally:
             os.unlink(path)
+
+
+class AGuestWhoseHeartbeatStopsIsStoppedEarly(unittest.TestCase):
+    """console.GuestWatch's second rule: guest-init grows out/heartbeat by a
+    byte every 5 s; a guest whose heartbeat stops for 120 s has no CPU left
+    running userspace, a hang no console report shows (on a fake clock)."""
+
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="heartbeat-")
+        self.beat = os.path.join(self.tmp, "heartbeat")
+        self.now = [100.0]
+        self.watch = console.GuestWatch(heartbeat=self.beat, dead=120, clock=lambda: self.now[0])
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def beats(self, seconds):
+        """The guest alive for `seconds`: a byte every 5 s, the watch polled."""
+        for _ in range(int(seconds // 5)):
+            self.now[0] += 5
+            with open(self.beat, "a") as f:
+                f.write(".")
+            self.assertIsNone(self.watch.check())
+
+    def test_a_guest_with_no_heartbeat_yet_runs_on(self):
+        # The kernel is booting, or this boot has no guest-init (KUnit).
+        self.now[0] += 900
+        self.assertIsNone(self.watch.check())
+
+    def test_a_beating_guest_runs_on_however_long_it_takes(self):
+        self.beats(900)
+
+    def test_a_heartbeat_silent_for_120_s_stops_the_guest_as_a_hang(self):
+        self.beats(60)
+        self.now[0] += 119
+        self.assertIsNone(self.watch.check())
+        self.now[0] += 1
+        reason = self.watch.check()
+        self.assertIn("heartbeat stopped 120 s ago", reason)
+        # The classifier counts a guest stopped early as a hang, a kill.
+        self.assertIn("stopped early", self.watch.stopped(900))
+
+    def test_console_output_does_not_stand_in_for_the_heartbeat(self):
+        self.beats(30)
+        for _ in range(30):
+            self.now[0] += 5
+            self.watch.feed("[  100.0] a kernel thread still printing\n")
+        self.assertIsNotNone(self.watch.check())
+
+
+if __name__ == "__main__":
+    unittest.main()

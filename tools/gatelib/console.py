@@ -76,16 +76,24 @@ def fatal(line):
     return f[0] if f and f[0] in FATAL else None
 
 
-class QuietAfterFatal:
-    """A run_logged watch for a guest: once its console showed a fatal report,
-    stop it when neither the console nor any of `progress` (files the guest
-    writes its results to) has changed for `quiet` seconds. A guest that keeps
-    making progress after a fatal report runs on to its bound."""
+class GuestWatch:
+    """A run_logged watch for a guest, stopping it early, before its bound,
+    when it will make no more progress:
+    - its console showed a fatal report, and then neither the console nor
+      any of `progress` (files the guest writes its results to) has changed
+      for `quiet` seconds (a guest that keeps making progress after a fatal
+      report runs on to its bound);
+    - or `heartbeat` (a file guest-init grows by a byte every 5 s) has grown
+      once and then not for `dead` seconds: no CPU schedules userspace any
+      more, a hang that printed nothing (every CPU stuck with interrupts
+      off), which no console report will ever show."""
 
-    def __init__(self, quiet=30, progress=(), clock=time.monotonic):
+    def __init__(self, quiet=30, progress=(), heartbeat=None, dead=120, clock=time.monotonic):
         self.quiet, self.progress, self.clock = quiet, list(progress), clock
+        self.heartbeat, self.dead = heartbeat, dead
         self.first = None          # the first fatal console line
         self.last_output = clock()
+        self.last_beat = None      # when the heartbeat last grew (None: not yet)
         self.sizes = {}
 
     def feed(self, line):
@@ -98,22 +106,24 @@ class QuietAfterFatal:
         return (f"guest stopped early: {self.check() or 'quiet after a fatal report'} "
                 f"(bound {bound} s)")
 
-    def _progressed(self):
-        moved = False
-        for path in self.progress:
-            try:
-                size = os.path.getsize(path)
-            except OSError:
-                size = -1
-            if self.sizes.get(path) != size:
-                self.sizes[path] = size
-                moved = True
-        return moved
+    def _grew(self, path):
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = -1
+        grew = self.sizes.get(path) != size
+        self.sizes[path] = size
+        return grew and size > 0
 
     def check(self):
         now = self.clock()
-        if self._progressed():
+        if any([self._grew(p) for p in self.progress]):
             self.last_output = max(self.last_output, now)
+        if self.heartbeat and self._grew(self.heartbeat):
+            self.last_beat = now
+        if self.last_beat is not None and now - self.last_beat >= self.dead:
+            return (f"its heartbeat stopped {self.dead} s ago: no CPU runs userspace, "
+                    f"a hang that printed nothing")
         if self.first is None or now - self.last_output < self.quiet:
             return None
         return f"quiet for {self.quiet} s after a fatal report ({self.first})"

@@ -83,10 +83,12 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
     cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu)
     say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for {what}; console {console_log}")
     t0 = time.monotonic()
-    # A guest that printed a fatal report and then went quiet is stopped
-    # early rather than at its bound (its results so far are kept).
-    watch = console.QuietAfterFatal(progress=[os.path.join(out, n) for n in
-                                              ("kselftest.log", "run.log", "status")])
+    # A guest that printed a fatal report and then went quiet, or whose
+    # heartbeat stopped, is stopped early rather than at its bound (its
+    # results so far are kept).
+    watch = console.GuestWatch(progress=[os.path.join(out, n) for n in
+                                         ("kselftest.log", "run.log", "status")],
+                               heartbeat=os.path.join(out, "heartbeat"))
     hung = run_bounded(cmd, console_log, "guest", timeout, watch)
     with open(console_log, errors="replace") as f:
         console_text = f.read()

@@ -32,7 +32,7 @@ def run(kernel, log_dir, *, filter_glob="", timeout=300, accel="tcg", smp=2, ext
     cmd = qemu_command(kernel, accel=accel, smp=smp, extra=extra_qemu, filter_glob=filter_glob)
     say(f"kunit: booting under QEMU ({accel}, -smp {smp}, bound {timeout} s); log {exec_log}")
     t0 = time.monotonic()
-    hung = guest.run_bounded(cmd, exec_log, "kunit boot", timeout, console.QuietAfterFatal())
+    hung = guest.run_bounded(cmd, exec_log, "kunit boot", timeout, console.GuestWatch())
     facts = {"kunit_exec_s": round(time.monotonic() - t0)}
     with open(exec_log, errors="replace") as f:
         text = f.read()
