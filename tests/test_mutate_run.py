@@ -7,7 +7,6 @@ suites on one build (the second gate run compiles nothing), and a resumed
 run that reuses every stored result instead of running again."""
 
 import json
-import lzma
 import os
 import shutil
 import signal
@@ -213,13 +212,14 @@ class BothSuitesOnOneBuild(unittest.TestCase):
     def test_compare_shows_the_mutant_run_against_the_clean_run_as_a_new_failure(self):
         # The two gate runs mutate kept as evidence: the unmodified tree's and
         # the mutant's (ours suite, default), both real runs on one build.
+        import mutate
         work = Cache().mutate_work(DEFAULT_TREE, "ours")
+        name = os.path.basename(KUNIT_KILL)[:-len(".diff")]
         runs = {}
-        for label, ev in (("clean", os.path.join(work, "baseline", "unmodified-default.evidence.json.xz")),
-                          ("mutant", os.path.join(work, "32-withdraw-does-not-unlink-the-table-default.evidence.json.xz"))):
-            with lzma.open(ev, "rt") as f:
-                runs[label] = os.path.join(TMP, f"{label}.json")
-                common.write_json(runs[label], json.load(f)["gate"])
+        for label, ev in (("clean", mutate.evidence_path(os.path.join(work, "baseline"), "unmodified", "default")),
+                          ("mutant", mutate.evidence_path(work, name, "default"))):
+            runs[label] = os.path.join(TMP, f"{label}.json")
+            common.write_json(runs[label], mutate.load_evidence(ev)["gate"])
         r = run_tool(["gate", "--compare", runs["clean"], "--against", runs["mutant"]])
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("REGRESSED", r.stdout)
