@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/fs.h>		/* PAGEMAP_SCAN */
@@ -87,26 +88,36 @@ static inline long pt_pagetables_kb(void)
 }
 
 /*
- * The "<field> <n> kB" line of a /proc file in kB, or -1. Read into a
- * stack buffer so that reading it allocates nothing (no heap, no page
- * table) in the process whose page tables are being counted.
+ * The number after "<key>" in a file (key starting with "\n" matches at
+ * the start of any line, the first included), or -1. Read into a stack
+ * buffer so that reading it allocates nothing (no heap, no page table) in
+ * the process whose page tables are being counted.
  */
-static inline long pt_proc_kb(const char *path, const char *field)
+static inline long pt_file_number(const char *path, const char *key)
 {
-	char buf[4096], key[64], *v;
+	char buf[8192], *v;
 	ssize_t n;
 	int fd = open(path, O_RDONLY);
 
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf + 1, sizeof(buf) - 2);
 	close(fd);
 	if (n <= 0)
 		return -1;
-	buf[n] = 0;
-	snprintf(key, sizeof(key), "\n%s:", field);
+	buf[0] = '\n';
+	buf[n + 1] = 0;
 	v = strstr(buf, key);
 	return v ? strtol(v + strlen(key), NULL, 10) : -1;
+}
+
+/* The "<field>: <n> kB" line of a /proc file in kB, or -1. */
+static inline long pt_proc_kb(const char *path, const char *field)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "\n%s:", field);
+	return pt_file_number(path, key);
 }
 
 /*
@@ -590,20 +601,196 @@ static inline void pt_note(struct pt_report *r, const char *fmt, ...)
 }
 
 /*
- * Run fn(arg) in a child process and wait for it; return its wait status.
- * *before and *after are PageTables in kB just before the fork and once the
- * child is gone: a table the workload leaked, deposited or not, stays
- * counted, so *after > *before. PageTables is global: the processes reading
- * our output (the kselftest runner's pipeline) settle before the baseline,
- * and since other processes may free tables meanwhile but never add ours
- * back, the second reading is retried while it is above the first, for up
- * to PT_SETTLE_MS. That bound is generous because freed page tables may
- * leave PageTables (NR_PAGETABLE) only after an RCU grace period: wherever
+ * The case's page tables, counted two ways once the child is gone.
+ * PageTables (NR_PAGETABLE) is the whole machine's: any process, and on
+ * 7.x the kernel's own tables (a vmalloc area's, never freed), can move it
+ * while the case runs. So the workload runs in a memory cgroup of its
+ * own, made for the case: a page table is charged to the cgroup of the
+ * task that allocates it (GFP_PGTABLE_USER has __GFP_ACCOUNT) and uncharged
+ * when it is freed, so the cgroup's memory.stat "pagetables" is exactly
+ * the case's tables still allocated, deposited or not, and no other
+ * process can move it. Without cgroup2's memory controller the verdict
+ * falls back to PageTables, which another process can move.
+ */
+struct pt_tables {
+	bool cgroup;		/* the case ran in a memory cgroup of its own */
+	long before, after;	/* PageTables in kB around the case */
+	long running;		/* kB charged to the cgroup as the child ended */
+	long charged;		/* kB still charged to it once the child is gone */
+};
+
+/* Write s to path with no stdio (no heap, no page table); 0 or -1. */
+static inline int pt_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/* The cgroup2 mount, "" when there is none. */
+static char pt_cg_root[256];
+/* cgroup.procs of the cgroup we run in, to come back to after a fork. */
+static char pt_cg_home[512];
+/* The case's cgroup, "" when the case has none. */
+static char pt_cg_case[512];
+
+/*
+ * Pages whose PTE tables this process already holds (charged to its own
+ * cgroup). A child that dirties them after joining the case's cgroup
+ * charges a page each to that cgroup and no page table: see pt_cg_flush().
+ */
+#define PT_CG_FLUSH_PAGES	256
+static char *pt_cg_flush_buf;
+/* Shared with the child: kB charged to the case's cgroup as it ended. */
+static long *pt_cg_running;
+
+/* Find cgroup2, turn its memory controller on for children, note home. */
+static inline bool pt_cg_setup(void)
+{
+	char line[512], dev[64], dir[256], type[64], path[256];
+	size_t i, pg = getpagesize();
+	FILE *f;
+
+	if (pt_cg_flush_buf)
+		return true;
+	f = fopen("/proc/self/mounts", "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %255s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2")) {
+			snprintf(pt_cg_root, sizeof(pt_cg_root), "%s", dir);
+			break;
+		}
+	fclose(f);
+	if (!pt_cg_root[0])
+		return false;
+	f = fopen("/proc/self/cgroup", "r");
+	if (!f)
+		return false;
+	path[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3) &&
+		    sscanf(line + 3, "%255s", path) == 1)
+			break;
+	fclose(f);
+	if (path[0] != '/')
+		return false;
+	snprintf(pt_cg_home, sizeof(pt_cg_home), "%s%s/cgroup.procs",
+		 pt_cg_root, strcmp(path, "/") ? path : "");
+	/* Already on (a systemd machine) or turned on here; checked per case. */
+	snprintf(line, sizeof(line), "%s/cgroup.subtree_control", pt_cg_root);
+	pt_write_file(line, "+memory");
+
+	pt_cg_running = mmap(NULL, sizeof(*pt_cg_running),
+			     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			     -1, 0);
+	if (pt_cg_running == MAP_FAILED)
+		return false;
+	pt_cg_flush_buf = mmap(NULL, PT_CG_FLUSH_PAGES * pg,
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pt_cg_flush_buf == MAP_FAILED) {
+		pt_cg_flush_buf = NULL;
+		return false;
+	}
+	/* 4 kB pages, so that no THP split or COW needs a new PTE table. */
+	madvise(pt_cg_flush_buf, PT_CG_FLUSH_PAGES * pg, MADV_NOHUGEPAGE);
+	for (i = 0; i < PT_CG_FLUSH_PAGES; i++)
+		pt_cg_flush_buf[i * pg] = 1;
+	return true;
+}
+
+/* A new cgroup for one case under the cgroup2 root; false if none. */
+static inline bool pt_cg_new(void)
+{
+	static int seq;
+	char stat[600];
+
+	pt_cg_case[0] = '\0';
+	if (!pt_cg_setup())
+		return false;
+	snprintf(pt_cg_case, sizeof(pt_cg_case), "%s/pmd_ptlock.%d.%d",
+		 pt_cg_root, getpid(), seq++);
+	snprintf(stat, sizeof(stat), "%s/memory.stat", pt_cg_case);
+	if (mkdir(pt_cg_case, 0755) || access(stat, R_OK)) {
+		rmdir(pt_cg_case);
+		pt_cg_case[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
+/* Move this process into the case's cgroup ("0": the writer itself). */
+static inline int pt_cg_enter(void)
+{
+	char procs[600];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", pt_cg_case);
+	return pt_write_file(procs, "0");
+}
+
+/*
+ * Make the next memory.stat read of the case's cgroup exact. A cgroup's
+ * statistics are per-CPU deltas that a read folds in only once more than
+ * MEMCG_CHARGE_BATCH per CPU have piled up (otherwise every 2 s), so a
+ * freshly read "pagetables" may lag: a table allocated last could read as
+ * never charged. A child that joins the cgroup and dirties
+ * PT_CG_FLUSH_PAGES copy-on-write pages makes over a thousand updates in
+ * it (a charge, an rmap and an LRU count a page, and their undoing at
+ * exit), and no page table: its tables were copied by fork, charged to
+ * our cgroup.
+ */
+static inline void pt_cg_flush(void)
+{
+	size_t i, pg = getpagesize();
+	pid_t pid = fork();
+
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (!pid) {
+		if (pt_cg_enter())
+			_exit(1);
+		for (i = 0; i < PT_CG_FLUSH_PAGES; i++)
+			pt_cg_flush_buf[i * pg] = 2;
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+}
+
+/* kB of page tables charged to the case's cgroup, exact; -1 without one. */
+static inline long pt_cg_pagetables_kb(void)
+{
+	char stat[600];
+	long bytes;
+
+	if (!pt_cg_case[0])
+		return -1;
+	pt_cg_flush();
+	snprintf(stat, sizeof(stat), "%s/memory.stat", pt_cg_case);
+	bytes = pt_file_number(stat, "\npagetables ");
+	return bytes < 0 ? -1 : bytes >> 10;
+}
+
+/*
+ * Run fn(arg) in a child process and wait for it; return its wait status
+ * and count the page tables left (struct pt_tables). The child is forked
+ * from inside the case's cgroup, so its whole mm (pgd and the tables fork
+ * copies included) is charged there, and we leave again before anything
+ * else; what the child forks stays in it. A table the workload leaked,
+ * deposited or not, stays charged after the child is gone. Freed tables
+ * may be uncharged only after an RCU grace period: wherever
  * MMU_GATHER_RCU_TABLE_FREE is set (x86 in 7.x; in 6.12 only with
  * PARAVIRT) tlb_remove_table() frees them from an RCU callback, which a slow
  * guest (TCG) or lazy RCU (CONFIG_RCU_LAZY, up to 10 s) can delay well
- * past waitpid(). Only the wait is longer: a table still counted after it
- * fails the check as before.
+ * past waitpid(). So both readings are retried while they are above the
+ * baseline, for up to PT_SETTLE_MS each: only the wait is longer, a table
+ * still counted after it fails the check as before.
  */
 #define PT_SETTLE_MS	10000
 #define PT_POLL_MS	50
@@ -666,32 +853,94 @@ static inline void pt_visit_every_cpu(void)
 	sched_setaffinity(0, sizeof(all), &all);
 }
 
-static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
-				  long *before, long *after)
+/* Read *val until it is at most base, for up to PT_SETTLE_MS. */
+static inline void pt_settle(long *val, long (*read)(void), long base)
 {
-	int status, waited;
-	pid_t pid;
+	int waited;
 
-	fflush(stdout);
-	usleep(200 * 1000);
-	*before = pt_pagetables_kb();
-	pid = fork();
-	if (pid < 0)
-		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
-	if (!pid)
-		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid)
-		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
 	for (waited = 0; ; waited += PT_POLL_MS) {
 		pt_visit_every_cpu();
-		*after = pt_pagetables_kb();
-		if (*after <= *before || waited >= PT_SETTLE_MS)
+		*val = read();
+		if (*val <= base || waited >= PT_SETTLE_MS)
 			break;
 		if (waited % 1000 == 0)
 			pt_kick_khugepaged();
 		usleep(PT_POLL_MS * 1000);
 	}
+}
+
+static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
+				  struct pt_tables *t)
+{
+	static bool said;
+	bool cg = pt_cg_new();
+	int status;
+	pid_t pid;
+
+	if (!said) {
+		ksft_print_msg(cg ? "page tables counted in each case's own memory cgroup\n" :
+			       "no cgroup2 memory controller: page tables counted in PageTables, which other processes move too\n");
+		said = true;
+	}
+
+	fflush(stdout);
+	usleep(200 * 1000);
+	t->cgroup = cg;
+	t->running = -1;
+	t->charged = -1;
+	t->before = pt_pagetables_kb();
+	if (cg) {
+		*pt_cg_running = -1;
+		if (pt_cg_enter())
+			ksft_exit_fail_msg("cannot join the case's cgroup %s: %s\n",
+					   pt_cg_case, strerror(errno));
+	}
+	pid = fork();
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (!pid) {
+		status = fn(arg);
+		/* The child's own tables, at least, are charged: see them. */
+		if (cg)
+			*pt_cg_running = pt_cg_pagetables_kb();
+		_exit(status);
+	}
+	if (cg && pt_write_file(pt_cg_home, "0"))
+		ksft_exit_fail_msg("cannot leave the case's cgroup for %s: %s\n",
+				   pt_cg_home, strerror(errno));
+	if (waitpid(pid, &status, 0) != pid)
+		ksft_exit_fail_msg("waitpid: %s\n", strerror(errno));
+	if (cg) {
+		t->running = *pt_cg_running;
+		pt_settle(&t->charged, pt_cg_pagetables_kb, 0);
+		t->after = pt_pagetables_kb();
+		rmdir(pt_cg_case);
+	} else {
+		pt_settle(&t->after, pt_pagetables_kb, t->before);
+	}
 	return status;
+}
+
+/* Whether the case left no page table behind: one line why not. */
+static inline bool pt_tables_back(const struct pt_tables *t)
+{
+	if (t->cgroup)
+		return t->running > 0 && t->charged == 0;
+	return t->before >= 0 && t->after >= 0 && t->after <= t->before;
+}
+
+/* Say what the counts were when the case left a table behind. */
+static inline void pt_tables_report(const char *what, const struct pt_tables *t)
+{
+	if (t->cgroup && t->running <= 0)
+		ksft_print_msg("%s: the case's cgroup counted %ld kB of its child's page tables: it cannot see a leak\n",
+			       what, t->running);
+	else if (t->cgroup && t->charged)
+		ksft_print_msg("%s: %ld kB of the case's page tables left (PageTables %ld kB before, %ld kB after)\n",
+			       what, t->charged, t->before, t->after);
+	else if (!t->cgroup && t->after > t->before)
+		ksft_print_msg("%s: PageTables %ld kB before, %ld kB after (no memory cgroup: the whole machine's count)\n",
+			       what, t->before, t->after);
 }
 
 struct pt_case_call {
@@ -720,11 +969,11 @@ static inline void pt_run_case(const char *what, const char *const *names,
 {
 	struct pt_report *r = pt_report_new(names);
 	struct pt_case_call call = { fn, arg, r };
-	long before, after = -1;
+	struct pt_tables t;
 	int i, status;
 
-	/* Both readings are taken before anything more is printed. */
-	status = pt_fork_counted(pt_case_call, &call, &before, &after);
+	/* Every reading is taken before anything more is printed. */
+	status = pt_fork_counted(pt_case_call, &call, &t);
 
 	if (r->note[0])
 		ksft_print_msg("%s: %s\n", what, r->note);
@@ -746,10 +995,8 @@ static inline void pt_run_case(const char *what, const char *const *names,
 	ksft_test_result(WIFEXITED(status) && !WEXITSTATUS(status),
 			 "%s: workload exited cleanly\n", what);
 
-	if (after > before)
-		ksft_print_msg("%s: PageTables %ld kB before, %ld kB after\n",
-			       what, before, after);
-	ksft_test_result(before >= 0 && after <= before,
+	pt_tables_report(what, &t);
+	ksft_test_result(pt_tables_back(&t),
 			 "%s: PageTables back to its baseline\n", what);
 	munmap(r, sizeof(*r));
 }

@@ -742,7 +742,7 @@ static void run_case(const struct path *p, const struct layout *l)
 {
 	struct run_call call;
 	struct verdict *v;
-	long before, after = -1;
+	struct pt_tables t;
 	int i, status;
 	char name[200];
 	bool ok;
@@ -766,7 +766,7 @@ static void run_case(const struct path *p, const struct layout *l)
 	call.p = p;
 	call.l = l;
 	call.v = v;
-	status = pt_fork_counted(run_call, &call, &before, &after);
+	status = pt_fork_counted(run_call, &call, &t);
 
 	for (i = 0; i < v->failures && i < KEPT; i++)
 		ksft_print_msg("%s\n", v->msg[i]);
@@ -776,12 +776,10 @@ static void run_case(const struct path *p, const struct layout *l)
 		ksft_print_msg("the case was killed by signal %d\n", WTERMSIG(status));
 	else if (WEXITSTATUS(status))
 		ksft_print_msg("the case could not set up (exit %d)\n", WEXITSTATUS(status));
-	/* A table leaked, deposited or not, stays counted in PageTables. */
-	if (after > before)
-		ksft_print_msg("PageTables %ld kB before the case, %ld kB after it\n",
-			       before, after);
+	/* A table leaked, deposited or not, stays counted. */
+	pt_tables_report(name, &t);
 	ok = WIFEXITED(status) && !WEXITSTATUS(status) && !v->failures &&
-	     before >= 0 && after <= before;
+	     pt_tables_back(&t);
 	ksft_test_result(ok, "%s\n", name);
 	munmap(v, sizeof(*v));
 }
