@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>		/* PAGEMAP_SCAN */
 
@@ -853,18 +854,32 @@ static inline void pt_visit_every_cpu(void)
 	sched_setaffinity(0, sizeof(all), &all);
 }
 
-/* Read *val until it is at most base, for up to PT_SETTLE_MS. */
+/* Milliseconds on the monotonic clock. */
+static inline long pt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Read *val until it is at most base, for up to PT_SETTLE_MS of wall time
+ * (a reading may take a while itself: pt_cg_pagetables_kb() forks).
+ */
 static inline void pt_settle(long *val, long (*read)(void), long base)
 {
-	int waited;
+	long start = pt_now_ms(), kicked = start - 1000;
 
-	for (waited = 0; ; waited += PT_POLL_MS) {
+	for (;;) {
 		pt_visit_every_cpu();
 		*val = read();
-		if (*val <= base || waited >= PT_SETTLE_MS)
+		if (*val <= base || pt_now_ms() - start >= PT_SETTLE_MS)
 			break;
-		if (waited % 1000 == 0)
+		if (pt_now_ms() - kicked >= 1000) {
 			pt_kick_khugepaged();
+			kicked = pt_now_ms();
+		}
 		usleep(PT_POLL_MS * 1000);
 	}
 }
