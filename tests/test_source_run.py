@@ -39,6 +39,15 @@ diff --git a/mm/pgtable-generic.c b/mm/pgtable-generic.c
 """
 
 
+def fresh_scratch(name):
+    """An empty directory at a fixed place in the cache: the checkout made in
+    it keeps its cache key from run to run (no clone and build added each time)."""
+    path = Cache().scratch(name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def state(repo):
     """What the gate must leave alone in a checkout."""
     g = lambda *a: common.git(repo, *a).stdout  # noqa: E731
@@ -49,7 +58,7 @@ def state(repo):
 class AGateOfADevelopersCheckout(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="source-run-")
+        cls.tmp = fresh_scratch("source-run")
         cached = tree.prepare(Cache(), tree.find_tarball()).path
         cls.repo = os.path.join(cls.tmp, "linux")
         common.git(cls.tmp, "clone", "-q", "--no-checkout", cached, cls.repo)
@@ -113,7 +122,7 @@ class AMainlineCheckout(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="source-7-")
+        cls.tmp = fresh_scratch("source-7")
         cached = tree.prepare(Cache(), tree.find_tarball(tree_name="7.3")).path
         cls.repo = os.path.join(cls.tmp, "linux")
         common.git(cls.tmp, "clone", "-q", "--no-checkout", cached, cls.repo)

@@ -65,6 +65,12 @@ class Cache:
         os.makedirs(path, exist_ok=True)
         return path
 
+    def scratch(self, name: str) -> str:
+        """A fixed directory for the project's tests' own kernel checkouts: a
+        checkout's cache key is its path, so a fixed path lets the next run
+        reuse its clone and build instead of adding new ones."""
+        return os.path.join(self.root, "scratch", name)
+
     def mutate_work(self, tree: str, suite: str) -> str:
         return os.path.join(self.root, "mutate", tree, suite)
 
