@@ -602,16 +602,20 @@ static inline void pt_note(struct pt_report *r, const char *fmt, ...)
 }
 
 /*
- * The case's page tables, counted two ways once the child is gone.
- * PageTables (NR_PAGETABLE) is the whole machine's: any process, and on
- * 7.x the kernel's own tables (a vmalloc area's, never freed), can move it
- * while the case runs. So the workload runs in a memory cgroup of its
- * own, made for the case: a page table is charged to the cgroup of the
- * task that allocates it (GFP_PGTABLE_USER has __GFP_ACCOUNT) and uncharged
- * when it is freed, so the cgroup's memory.stat "pagetables" is exactly
- * the case's tables still allocated, deposited or not, and no other
- * process can move it. Without cgroup2's memory controller the verdict
- * falls back to PageTables, which another process can move.
+ * The case's page tables, counted once the child is gone. PageTables
+ * (NR_PAGETABLE) is the whole machine's: any process can move it while the
+ * case runs, and so can the kernel's own tables (PMD and PUD tables in
+ * 6.12; every level in 7.x, vmalloc's PTE tables included, never freed).
+ * So the workload runs in a memory cgroup made for the case: a user page
+ * table is charged to the memory cgroup of the task allocating it
+ * (GFP_PGTABLE_USER has __GFP_ACCOUNT) and uncounted from it when freed,
+ * so the cgroup's memory.stat "pagetables" is what the case's own tasks
+ * allocated and did not free, deposited or not; no other process and no
+ * kernel table is charged there. (A table a kernel thread allocates in
+ * the child's mm would be charged elsewhere: our workloads are anonymous,
+ * where khugepaged only re-deposits a table the workload allocated.)
+ * Without cgroup2's memory controller the verdict falls back to
+ * PageTables, which another process can move.
  */
 struct pt_tables {
 	bool cgroup;		/* the case ran in a memory cgroup of its own */
@@ -641,12 +645,11 @@ static char pt_cg_home[512];
 static char pt_cg_case[512];
 
 /*
- * Pages whose PTE tables this process already holds (charged to its own
- * cgroup). A child that dirties them after joining the case's cgroup
- * charges a page each to that cgroup and no page table: see pt_cg_flush().
+ * Pages this process has written, so that fork() copies their PTEs: a
+ * child dirtying them copies each on write (see pt_cg_flush()).
  */
-#define PT_CG_FLUSH_PAGES	256
 static char *pt_cg_flush_buf;
+static size_t pt_cg_flush_pages;
 /* Shared with the child: kB charged to the case's cgroup as it ended. */
 static long *pt_cg_running;
 
@@ -655,6 +658,7 @@ static inline bool pt_cg_setup(void)
 {
 	char line[512], dev[64], dir[256], type[64], path[256];
 	size_t i, pg = getpagesize();
+	pid_t pid;
 	FILE *f;
 
 	if (pt_cg_flush_buf)
@@ -693,7 +697,11 @@ static inline bool pt_cg_setup(void)
 			     -1, 0);
 	if (pt_cg_running == MAP_FAILED)
 		return false;
-	pt_cg_flush_buf = mmap(NULL, PT_CG_FLUSH_PAGES * pg,
+	/* Enough for pt_cg_flush() on any number of CPUs (256 on 2). */
+	pt_cg_flush_pages = 64 * sysconf(_SC_NPROCESSORS_ONLN);
+	if (pt_cg_flush_pages < 256)
+		pt_cg_flush_pages = 256;
+	pt_cg_flush_buf = mmap(NULL, pt_cg_flush_pages * pg,
 			       PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pt_cg_flush_buf == MAP_FAILED) {
@@ -701,9 +709,19 @@ static inline bool pt_cg_setup(void)
 		return false;
 	}
 	/* 4 kB pages, so that no THP split or COW needs a new PTE table. */
-	madvise(pt_cg_flush_buf, PT_CG_FLUSH_PAGES * pg, MADV_NOHUGEPAGE);
-	for (i = 0; i < PT_CG_FLUSH_PAGES; i++)
+	madvise(pt_cg_flush_buf, pt_cg_flush_pages * pg, MADV_NOHUGEPAGE);
+	for (i = 0; i < pt_cg_flush_pages; i++)
 		pt_cg_flush_buf[i * pg] = 1;
+	/*
+	 * A fork here, in our own cgroup, so that the first fork from inside
+	 * a case's cgroup finds fork's code mapped: a page table our process
+	 * allocates while it is in there would stay charged to the case.
+	 */
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 	return true;
 }
 
@@ -737,15 +755,14 @@ static inline int pt_cg_enter(void)
 }
 
 /*
- * Make the next memory.stat read of the case's cgroup exact. A cgroup's
- * statistics are per-CPU deltas that a read folds in only once more than
- * MEMCG_CHARGE_BATCH per CPU have piled up (otherwise every 2 s), so a
- * freshly read "pagetables" may lag: a table allocated last could read as
- * never charged. A child that joins the cgroup and dirties
- * PT_CG_FLUSH_PAGES copy-on-write pages makes over a thousand updates in
- * it (a charge, an rmap and an LRU count a page, and their undoing at
- * exit), and no page table: its tables were copied by fork, charged to
- * our cgroup.
+ * Bring the case's cgroup's statistics up to date. They are per-CPU
+ * deltas that a memory.stat read folds in only once more than 64
+ * (MEMCG_CHARGE_BATCH) per online CPU have piled up, and otherwise every
+ * 2 s. A child that joins the cgroup and dirties pt_cg_flush_pages
+ * copy-on-write pages makes about five updates a page there (a fault
+ * event, an rmap and an LRU count, and their undoing at exit), well past
+ * that. Called from inside the case only: the child's own page tables are
+ * charged to the case too, which there only adds to the count.
  */
 static inline void pt_cg_flush(void)
 {
@@ -757,14 +774,14 @@ static inline void pt_cg_flush(void)
 	if (!pid) {
 		if (pt_cg_enter())
 			_exit(1);
-		for (i = 0; i < PT_CG_FLUSH_PAGES; i++)
+		for (i = 0; i < pt_cg_flush_pages; i++)
 			pt_cg_flush_buf[i * pg] = 2;
 		_exit(0);
 	}
 	waitpid(pid, NULL, 0);
 }
 
-/* kB of page tables charged to the case's cgroup, exact; -1 without one. */
+/* kB of page tables memory.stat shows for the case's cgroup, or -1. */
 static inline long pt_cg_pagetables_kb(void)
 {
 	char stat[600];
@@ -772,7 +789,6 @@ static inline long pt_cg_pagetables_kb(void)
 
 	if (!pt_cg_case[0])
 		return -1;
-	pt_cg_flush();
 	snprintf(stat, sizeof(stat), "%s/memory.stat", pt_cg_case);
 	bytes = pt_file_number(stat, "\npagetables ");
 	return bytes < 0 ? -1 : bytes >> 10;
@@ -781,17 +797,22 @@ static inline long pt_cg_pagetables_kb(void)
 /*
  * Run fn(arg) in a child process and wait for it; return its wait status
  * and count the page tables left (struct pt_tables). The child is forked
- * from inside the case's cgroup, so its whole mm (pgd and the tables fork
- * copies included) is charged there, and we leave again before anything
- * else; what the child forks stays in it. A table the workload leaked,
- * deposited or not, stays charged after the child is gone. Freed tables
- * may be uncharged only after an RCU grace period: wherever
- * MMU_GATHER_RCU_TABLE_FREE is set (x86 in 7.x; in 6.12 only with
- * PARAVIRT) tlb_remove_table() frees them from an RCU callback, which a slow
- * guest (TCG) or lazy RCU (CONFIG_RCU_LAZY, up to 10 s) can delay well
- * past waitpid(). So both readings are retried while they are above the
- * baseline, for up to PT_SETTLE_MS each: only the wait is longer, a table
- * still counted after it fails the check as before.
+ * from inside the case's cgroup, so its whole mm (the tables fork copies,
+ * and the pgd, which 7.x counts) is charged there, and we leave again
+ * before anything else; what the child forks stays in it. Once fn is done
+ * the child brings the cgroup's statistics up to date and reads them:
+ * that reading (t->running) includes every table the workload allocated,
+ * and must be above zero. From then on only frees happen, so a later
+ * reading that lags can only be too high: polling the cgroup until it
+ * reads zero cannot hide a leak, which stays charged after the child is
+ * gone. Freed tables may be uncounted only after an RCU grace period (x86
+ * in 7.x frees every table from an RCU callback; in 6.12 only a collapse's
+ * retracted PTE table, through pte_free_defer()), which a slow guest (TCG)
+ * can delay past waitpid(); the statistics may lag the free by up to 2 s.
+ * So the reading is retried while it is above zero (without a cgroup:
+ * PageTables while it is above its first reading), for up to PT_SETTLE_MS:
+ * only the wait is longer, a table still counted after it fails the
+ * check as before.
  */
 #define PT_SETTLE_MS	10000
 #define PT_POLL_MS	50
@@ -865,7 +886,7 @@ static inline long pt_now_ms(void)
 
 /*
  * Read *val until it is at most base, for up to PT_SETTLE_MS of wall time
- * (a reading may take a while itself: pt_cg_pagetables_kb() forks).
+ * (visiting every CPU takes a while itself on a slow guest).
  */
 static inline void pt_settle(long *val, long (*read)(void), long base)
 {
@@ -916,8 +937,10 @@ static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
 	if (!pid) {
 		status = fn(arg);
 		/* The child's own tables, at least, are charged: see them. */
-		if (cg)
+		if (cg) {
+			pt_cg_flush();
 			*pt_cg_running = pt_cg_pagetables_kb();
+		}
 		_exit(status);
 	}
 	if (cg && pt_write_file(pt_cg_home, "0"))
