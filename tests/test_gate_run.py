@@ -11,7 +11,7 @@ import unittest
 
 from helpers import run_tool
 from gatelib.cache import Cache
-from gatelib import tree
+from gatelib import kunitrun, tree
 import gate
 
 SUITES = {"pmd_ptlock_lockptr", "pmd_ptlock_deposit", "pmd_ptlock_ctor", "pmd_ptlock_ctor_fail"}
@@ -33,6 +33,17 @@ KUNIT_SKIPS = {"default": {"pmd_ptlock_ctor_fail": "embedded"},
                "debug": {},
                "rt": {"pmd_ptlock_deposit": "THP"},
                "split-off": {"pmd_ptlock_ctor_fail": "split"}}
+
+
+def debug_vm_pgtable_ran(version, cfg):
+    """Whether DEBUG_VM_PGTABLE's boot-time checks printed their banner, in
+    (the KUnit boot, the kselftest guest's boot) of the last run of cfg."""
+    logs = Cache().logs(version, cfg)
+    seen = []
+    for log in ("kunit-exec.log", "guest-console.log"):
+        with open(os.path.join(logs, log), errors="replace") as f:
+            seen.append(kunitrun.DEBUG_VM_PGTABLE_BANNER in f.read())
+    return tuple(seen)
 
 
 def gate_json(args, name):
@@ -168,6 +179,10 @@ class TheGateOnTheRealTree(unittest.TestCase):
     def test_the_guest_ran_with_thp_always(self):
         self.assertIn("[always]", self.data["configs"]["default"]["thp"])
 
+    def test_debug_vm_pgtable_runs_in_the_kselftest_guest_and_not_before_our_kunit_cases(self):
+        for cfg in CI_CONFIGS:
+            self.assertEqual(debug_vm_pgtable_ran(self.data["tree"], cfg), (False, True), cfg)
+
     def test_the_table_shows_each_configuration_and_the_totals(self):
         self.assertIn("PASS", self.r.stdout)
         self.assertIn("passed, 0 failed", self.r.stdout)
@@ -206,6 +221,9 @@ class TheGateOnTheCurrentKernel(unittest.TestCase):
         progs = {x["suite"]: x["status"] for x in ks if x["name"] == "(program)"}
         self.assertEqual(progs, {p: "pass" for p in PROGRAMS})
         self.assertEqual([x for x in ks if x["status"] != "pass"], [])
+
+    def test_debug_vm_pgtable_runs_in_the_kselftest_guest_and_not_before_our_kunit_cases(self):
+        self.assertEqual(debug_vm_pgtable_ran(self.data["tree"], "default"), (False, True))
 
     def test_both_consoles_are_clean(self):
         cons = sorted((x["suite"], x["name"], x["status"]) for x in self.rows("console"))

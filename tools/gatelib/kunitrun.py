@@ -11,11 +11,19 @@ from .common import say
 from .result import row
 
 
+# DEBUG_VM_PGTABLE's boot-time checks are upstream's, and run in the
+# kselftest guest's boot. Out of the KUnit boot, so that a kernel they crash
+# (a pmd_lock() that takes no lock trips the deposit's assert_spin_locked()
+# there) still reaches our cases, and a kill in this boot is our cases'.
+NO_DEBUG_VM_PGTABLE = "initcall_blacklist=debug_vm_pgtable"
+DEBUG_VM_PGTABLE_BANNER = "Validating architecture page table helpers"
+
+
 def qemu_command(kernel, *, accel, smp, extra, filter_glob):
     """kunit.py's x86_64 boot (1 GiB, serial console, QEMU's default CPU
     under TCG: 4-level paging, as the accounting cases expect), with the
     accelerator the gate was asked for."""
-    append = guest.BOOT_ARGS + ["kunit.enable=1", "kunit_shutdown=reboot"]
+    append = guest.BOOT_ARGS + ["kunit.enable=1", "kunit_shutdown=reboot", NO_DEBUG_VM_PGTABLE]
     if filter_glob:
         append.append(f"kunit.filter_glob={filter_glob}")
     cmd = ["qemu-system-x86_64", "-nodefaults", "-m", "1024", "-kernel", kernel,
