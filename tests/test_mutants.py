@@ -22,6 +22,9 @@ BEHAVIOURS = {"lock identity", "deposit/withdraw", "ctor/dtor", "ctor failure", 
               "PMD split", "collapse", "huge PMD change"}
 
 
+KUNIT_CASE = re.compile(r"KUNIT_CASE(?:_PARAM)?\((\w+)")
+
+
 def touched(path):
     with open(path) as f:
         return [line[6:].strip() for line in f if line.startswith("+++ b/")]
@@ -66,7 +69,7 @@ class TheCatalogue(unittest.TestCase):
     def test_every_kunit_case_is_named_as_the_killer_of_some_mutant(self):
         # Each case's "Catches:" claim is backed by a catalogue mutant it kills.
         with open(os.path.join(REPO, "kunit", "pmd_ptlock_kunit.c")) as f:
-            cases = set(re.findall(r"KUNIT_CASE(?:_PARAM)?\((\w+)", f.read()))
+            cases = set(KUNIT_CASE.findall(f.read()))
         killers = self.every_trees_killers()
         self.assertGreaterEqual(len(cases), 20)
         self.assertEqual(sorted(c for c in cases if c not in killers), [])
@@ -79,7 +82,7 @@ class TheCatalogue(unittest.TestCase):
             cases, kills = set(), []
             for p in glob.glob(os.path.join(REPO, "patches", name, "*.patch")):
                 with open(p) as f:
-                    cases |= set(re.findall(r"KUNIT_CASE(?:_PARAM)?\((\w+)", f.read()))
+                    cases |= set(KUNIT_CASE.findall(f.read()))
             for p in glob.glob(os.path.join(REPO, "docs", "mutate", "records", name, "ours",
                                             "*.record.json")):
                 with open(p) as f:

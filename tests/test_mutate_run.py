@@ -6,10 +6,11 @@ a mutant, politely and hard, and the tree back to pristine + series. Both
 suites on one build (the second gate run compiles nothing), and a resumed
 run that reuses every stored result instead of running again.
 
-The two classes share one records directory, as a developer's runs share
-docs/mutate/records: BothSuitesOnOneBuild (first, by name) measures the
-unmodified tree and mutant 32 for real, and MutantsOnRealRuns resumes from
-them, so the unmodified tree's `ours` run and mutant 32's are paid once."""
+The two real-run classes share one records directory, as a developer's
+runs share docs/mutate/records: BothSuitesOnOneBuild (run before it, see
+load_tests) measures the unmodified tree and mutant 32 for real, and
+MutantsOnRealRuns resumes from them, so the unmodified tree's `ours` run
+and mutant 32's are paid once."""
 
 import json
 import os
@@ -310,4 +311,3 @@ def load_tests(loader, standard_tests, pattern):
 
 if __name__ == "__main__":
     unittest.main()
-
