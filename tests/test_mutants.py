@@ -592,6 +592,24 @@ class ReclassifyingFromKeptEvidence(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "build")))
 
 
+class EvidenceOfOneRun(unittest.TestCase):
+    """A gate run's evidence holds the logs that run wrote, not one an
+    earlier run left in the same log directory."""
+
+    def test_a_log_older_than_the_run_is_not_kept(self):
+        import mutate
+        tmp = tempfile.mkdtemp(prefix="evidence-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for name in ("kunit-exec.log", "guest-console.log"):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(name + "\n")
+        os.utime(os.path.join(tmp, "kunit-exec.log"), (1000, 1000))
+        path = os.path.join(tmp, "run.evidence.json.xz")
+        mutate.save_evidence(path, {"verdict": "pass", "results": []}, tmp, 3, since=2000)
+        self.assertEqual(mutate.load_evidence(path)["logs"],
+                         {"guest-console.log": "guest-console.log\n"})
+
+
 class SlimBaselines(unittest.TestCase):
     RUN = {"verdict": "pass", "results": [
         {"config": "default", "kind": "kunit", "suite": "s", "name": "a", "status": "pass",

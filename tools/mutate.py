@@ -189,10 +189,20 @@ def evidence_path(work, name, cfg):
     return os.path.join(work, f"{name}-{cfg}.evidence.json.xz")
 
 
-def save_evidence(path, data, log_dir, seconds):
+def save_evidence(path, data, log_dir, seconds, since=None):
+    """Keep the gate's JSON and the logs of log_dir written at or after since
+    (epoch seconds): a log left by an earlier run (an upstream run boots no
+    KUnit kernel, so kunit-exec.log is someone else's) is not this run's
+    evidence."""
     logs = {}
     for name in EVIDENCE_LOGS:
-        text = guest.read(os.path.join(log_dir, name))
+        log = os.path.join(log_dir, name)
+        try:
+            if since is not None and os.path.getmtime(log) < since:
+                continue
+        except OSError:
+            continue
+        text = guest.read(log)
         if text is not None:
             logs[name] = text
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -263,14 +273,14 @@ def baseline(args, work, records, suite, cfg, key, log_dir):
         say(f"mutate: the unmodified tree on {cfg} ({suite}): reused from an earlier run")
         return base
     say(f"mutate: the unmodified tree on {cfg} ({suite} suite) first")
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     base = gate(args, suite, cfg, out, log)
     if base is None or not any(r["status"] == "pass" for r in base["results"]):
         raise GateError(f"the unmodified tree did not run on {cfg} ({suite} suite; log: {log})")
     if suite == "ours" and base["verdict"] != "pass":
         raise GateError(f"the unmodified tree fails our suite on {cfg}: fix that "
                         f"before measuring mutants (see {log})")
-    save_evidence(evidence, base, log_dir, round(time.monotonic() - t0))
+    save_evidence(evidence, base, log_dir, round(time.monotonic() - t0), since=started)
     # Only what judging needs is stored: which rows passed, failed, skipped.
     base = mutants.slim_baseline(base)
     _keep(kept, key, base)
@@ -316,7 +326,7 @@ def judge(args, work, records, suite, m, base, key, keep, log_dir):
         say(f"mutate: {m['name']} on {cfg} ({suite}): {res['status']}, reused from an earlier run")
         return dict(res, reused=True)
     say(f"mutate: {m['name']} on {cfg} ({suite} suite)")
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     log = os.path.join(work, f"{m['name']}-{cfg}.log")
     data = gate(args, suite, cfg, os.path.join(work, f"{m['name']}-{cfg}.json"), log,
                 mutant=m["path"], keep=keep)
@@ -328,7 +338,7 @@ def judge(args, work, records, suite, m, base, key, keep, log_dir):
         and not re.match(r"mutant .* does not apply", r["reason"]) for r in data["results"])
     if not setup:
         _keep(kept, key, res)
-        save_evidence(evidence, data, log_dir, res["seconds"])
+        save_evidence(evidence, data, log_dir, res["seconds"], since=started)
     say(f"mutate: {m['name']} ({suite}): {res['status']} in {res['seconds']} s"
         + (f" ({res['killed_by'][:120]})" if res["killed_by"] else ""))
     return res
