@@ -58,7 +58,9 @@ def results(text, source):
     """Gate rows (suite, name, status, reason): one per finding, or one clean pass."""
     found = scan(text, source)
     if not text.strip():
-        return [row(source, "console captured", "fail", "the console log is empty")]
+        return [row(source, "console captured", "fail",
+                    "the console log is empty: the kernel died before its console "
+                    "started, or QEMU did not run it")]
     if not found:
         return [row(source, "console clean", "pass", "")]
     return [row(source, f"{pid} (line {n})", "fail", line[:200]) for pid, _src, n, line in found]
