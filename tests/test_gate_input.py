@@ -9,6 +9,8 @@ import time
 import unittest
 
 from helpers import run_tool
+from gatelib import tree
+from gatelib.cache import Cache
 
 
 def one_line(test, r):
@@ -166,6 +168,10 @@ class GateRefusesBadInput(unittest.TestCase):
         self.assertIn("qemu-system-x86_64", one_line(self, r))
 
     def test_a_stale_series_is_refused_before_anything_is_built(self):
+        # The series is checked against what the sources generate on the
+        # pristine tree, so the tree must be there (on a new machine this is
+        # the first test that needs it: installed and unpacked here).
+        tree.prepare(Cache(), tree.find_tarball())
         # A copy of the repo whose KUnit source changed after patches/ was generated.
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         copy = os.path.join(self.tmp, "repo")
