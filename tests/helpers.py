@@ -9,10 +9,20 @@ REPO = os.path.dirname(HERE)
 TOOLS = os.path.join(REPO, "tools")
 sys.path.insert(0, TOOLS)
 
+from gatelib import tree  # noqa: E402
+from gatelib.cache import Cache  # noqa: E402
+from gatelib.trees import DEFAULT_TREE  # noqa: E402
+
 
 def fixture(name):
     with open(os.path.join(HERE, "fixtures", name), errors="replace") as f:
         return f.read()
+
+
+def distro_tree(name=DEFAULT_TREE):
+    """The cache's unpacked distro tree (a Source), its package installed
+    first as root when missing: what a test needs before it touches the tree."""
+    return tree.prepare(Cache(), tree.find_tarball(tree_name=name))
 
 
 def run_tool(args, env=None, timeout=1800, user=None):

@@ -8,9 +8,7 @@ import tempfile
 import time
 import unittest
 
-from helpers import run_tool
-from gatelib import tree
-from gatelib.cache import Cache
+from helpers import distro_tree, run_tool
 
 
 def one_line(test, r):
@@ -171,7 +169,7 @@ class GateRefusesBadInput(unittest.TestCase):
         # The series is checked against what the sources generate on the
         # pristine tree, so the tree must be there (on a new machine this is
         # the first test that needs it: installed and unpacked here).
-        tree.prepare(Cache(), tree.find_tarball())
+        distro_tree()
         # A copy of the repo whose KUnit source changed after patches/ was generated.
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         copy = os.path.join(self.tmp, "repo")

@@ -9,9 +9,9 @@ import shutil
 import tempfile
 import unittest
 
-from helpers import run_tool
+from helpers import distro_tree, run_tool
 from gatelib.cache import Cache
-from gatelib import kunitrun, tree
+from gatelib import kunitrun
 import gate
 
 SUITES = {"pmd_ptlock_lockptr", "pmd_ptlock_deposit", "pmd_ptlock_ctor", "pmd_ptlock_ctor_fail"}
@@ -83,7 +83,7 @@ class TheGateOnTheRealTree(unittest.TestCase):
                 cls.data["tree"] = d["tree"]
                 cls.data["results"] += d["results"]
                 cls.data["configs"].update(d["configs"])
-        cls.version = tree.prepare(Cache(), tree.find_tarball()).version
+        cls.version = distro_tree().version
 
     def rows(self, cfg, kind):
         return [x for x in self.data["results"] if x["config"] == cfg and x["kind"] == kind]

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import unittest
 
-from helpers import REPO, run_tool
+from helpers import REPO, distro_tree, run_tool
 from gatelib.cache import Cache
 from gatelib.trees import DEFAULT_TREE, TREES
 from gatelib import common, mutants, tree
@@ -106,7 +106,7 @@ class TheCatalogue(unittest.TestCase):
 
     def test_every_trees_catalogue_applies_to_its_pristine_tree(self):
         for name in TREES:
-            src = tree.prepare(Cache(), tree.find_tarball(tree_name=name)).path
+            src = distro_tree(name).path
             # Against the pristine commit itself (an index of it), not the working
             # tree, which a gate run may be using at the time.
             with tempfile.TemporaryDirectory() as tmp:
@@ -555,7 +555,7 @@ class ReclassifyingFromKeptEvidence(unittest.TestCase):
         import mutate
         self.tmp = tempfile.mkdtemp(prefix="reclassify-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        tree.prepare(Cache(), tree.find_tarball())
+        distro_tree()
         # The cache's unpacked tree, shared; everything else fresh.
         os.symlink(Cache().src_root(), os.path.join(self.tmp, "src"))
         work = Cache(self.tmp).mutate_work(DEFAULT_TREE, "ours")

@@ -21,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-from helpers import REPO, TOOLS, run_tool
+from helpers import REPO, TOOLS, distro_tree, run_tool
 from gatelib.cache import Cache
 from gatelib.trees import DEFAULT_TREE
 from gatelib import common, tree
@@ -97,7 +97,7 @@ def foreign(name, text):
 
 
 def the_tree():
-    return tree.prepare(Cache(), tree.find_tarball()).path
+    return distro_tree().path
 
 
 def at_series(src):

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-from helpers import run_tool
+from helpers import distro_tree, run_tool
 from gatelib.cache import Cache
 from gatelib import common, series, tree
 from gatelib.trees import DEFAULT_TREE, TREES
@@ -24,7 +24,7 @@ def patches(name):
 
 
 def cached_tree(name=DEFAULT_TREE):
-    s = tree.prepare(Cache(), tree.find_tarball(tree_name=name))
+    s = distro_tree(name)
     return s.path, s.version
 
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 import unittest
 
-from helpers import TOOLS, run_tool
+from helpers import TOOLS, distro_tree, run_tool
 from gatelib import common, tree
 from gatelib.cache import Cache
 
@@ -59,7 +59,7 @@ class AGateOfADevelopersCheckout(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = fresh_scratch("source-run")
-        cached = tree.prepare(Cache(), tree.find_tarball()).path
+        cached = distro_tree().path
         cls.repo = os.path.join(cls.tmp, "linux")
         common.git(cls.tmp, "clone", "-q", "--no-checkout", cached, cls.repo)
         common.git(cls.repo, "checkout", "-q", "-b", "dev", tree.PRISTINE_TAG)
@@ -123,7 +123,7 @@ class AMainlineCheckout(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = fresh_scratch("source-7")
-        cached = tree.prepare(Cache(), tree.find_tarball(tree_name="7.3")).path
+        cached = distro_tree("7.3").path
         cls.repo = os.path.join(cls.tmp, "linux")
         common.git(cls.tmp, "clone", "-q", "--no-checkout", cached, cls.repo)
         common.git(cls.repo, "checkout", "-q", "-b", "dev", tree.PRISTINE_TAG)
