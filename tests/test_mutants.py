@@ -568,12 +568,13 @@ class ReclassifyingFromKeptEvidence(unittest.TestCase):
             f.write("KTAP version 1\n")
         mutate.save_evidence(mutate.evidence_path(os.path.join(work, "baseline"), "unmodified",
                                                   "default"),
-                             dict(run, verdict="pass", results=[dict(row, status="pass")]), logs, 9)
+                             dict(run, verdict="pass", results=[dict(row, status="pass")]), logs, 9,
+                             since=0)
         mutate.save_evidence(mutate.evidence_path(work, "05-withdraw-never-empties-the-queue",
                                                   "default"),
                              dict(run, verdict="fail",
                                   results=[dict(row, status="fail", reason="Expected NULL")]),
-                             logs, 14)
+                             logs, 14, since=0)
         self.out = os.path.join(self.tmp, "out.json")
         self.r = run_tool(["mutate", "--reclassify", "--cache", self.tmp, "--json", self.out,
                            os.path.join(REPO, "mutants", "05-withdraw-never-empties-the-queue.diff"),

@@ -189,7 +189,7 @@ def evidence_path(work, name, cfg):
     return os.path.join(work, f"{name}-{cfg}.evidence.json.xz")
 
 
-def save_evidence(path, data, log_dir, seconds, since=None):
+def save_evidence(path, data, log_dir, seconds, since):
     """Keep the gate's JSON and the logs of log_dir written at or after since
     (epoch seconds): a log left by an earlier run (an upstream run boots no
     KUnit kernel, so kunit-exec.log is someone else's) is not this run's
@@ -198,7 +198,7 @@ def save_evidence(path, data, log_dir, seconds, since=None):
     for name in EVIDENCE_LOGS:
         log = os.path.join(log_dir, name)
         try:
-            if since is not None and os.path.getmtime(log) < since:
+            if os.path.getmtime(log) < since:
                 continue
         except OSError:
             continue
