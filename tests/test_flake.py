@@ -1,9 +1,15 @@
 """tools/flake: which rows changed status between repeated gate runs, and
 its bad input (one line, exit 2, nothing run)."""
 
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 import unittest
 
-from helpers import run_tool
+from helpers import TOOLS, run_tool
 from gatelib import compare
 
 
@@ -55,6 +61,39 @@ class FlakeRefusesBadInput(unittest.TestCase):
         r = run_tool(["flake", "--", "--config", "nosuch"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("nosuch", self.one_line(r))
+
+
+class FlakeStopped(unittest.TestCase):
+    def test_a_terminated_flake_takes_its_running_gate_down_with_it(self):
+        # A stand-in gate that says its pid and waits; flake is sent SIGTERM
+        # (a CI timeout, kill) while it runs: no gate may outlive it.
+        with tempfile.TemporaryDirectory() as tmp:
+            pidfile, stub = os.path.join(tmp, "pid"), os.path.join(tmp, "gate")
+            with open(stub, "w") as f:
+                f.write(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 120\n")
+            os.chmod(stub, 0o755)
+            driver = (f"import sys; sys.path.insert(0, {TOOLS!r}); import flake; "
+                      f"flake.GATE = {stub!r}; sys.exit(flake.main(['--runs', '2']))")
+            proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            for _ in range(100):
+                if os.path.exists(pidfile) and open(pidfile).read().strip():
+                    break
+                time.sleep(0.1)
+            gate_pid = int(open(pidfile).read())
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+            self.assertEqual(proc.returncode, 130, err)
+            self.assertIn("flake: interrupted", err)
+            self.assertFalse(alive(gate_pid), "the gate outlived the flake run that started it")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

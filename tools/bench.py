@@ -1069,6 +1069,7 @@ def esc(s: str) -> str:
 
 def main(argv):
     args = parse_args(argv)
+    common.sigterm_like_ctrl_c()
     return main_host(args) if args.host else main_guest(args)
 
 

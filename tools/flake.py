@@ -46,8 +46,8 @@ def parse_args(argv):
     return args
 
 
-def main(argv):
-    args = parse_args(argv)
+def run_gates(args):
+    """The gate's JSON of each run, or None when a run wrote none."""
     docs = []
     with tempfile.TemporaryDirectory(prefix="flake-") as tmp:
         for i in range(1, args.runs + 1):
@@ -63,8 +63,21 @@ def main(argv):
                     docs.append(json.load(f))
             except (OSError, ValueError):
                 print(f"flake: run {i} wrote no result", file=sys.stderr)
-                return 1
+                return None
             say(f"flake: run {i}: {docs[-1]['verdict']}")
+    return docs
+
+
+def main(argv):
+    args = parse_args(argv)
+    common.sigterm_like_ctrl_c()
+    try:
+        docs = run_gates(args)
+    except KeyboardInterrupt:
+        print("flake: interrupted", file=sys.stderr)
+        return 130
+    if docs is None:
+        return 1
     found, nrows = compare.flakes(docs)
     print(compare.flake_report(found, nrows, len(docs)))
     if args.json:

@@ -16,7 +16,6 @@ import argparse
 import glob
 import json
 import os
-import signal
 import sys
 import time
 
@@ -215,12 +214,6 @@ def series_for(args, src, cache):
     return out
 
 
-def _terminate(signum, frame):
-    # SIGTERM (a CI timeout, kill) takes the same way out as Ctrl-C: child
-    # processes killed, a mutant taken back out of the tree.
-    raise KeyboardInterrupt
-
-
 def load_run(ap_error, path):
     """A stored gate run (its --json), or one line and exit 2."""
     try:
@@ -254,7 +247,7 @@ def main(argv):
     if args.compare:
         load_run(_bad_input, args.compare)     # bad input fails before the run
     start = time.monotonic()
-    signal.signal(signal.SIGTERM, _terminate)
+    common.sigterm_like_ctrl_c()
     mutated = None
     try:
         cache = open_locked(args.cache, args.no_install)

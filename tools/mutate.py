@@ -25,7 +25,6 @@ import json
 import lzma
 import re
 import os
-import signal
 import tempfile
 import sys
 import time
@@ -344,13 +343,9 @@ def judge(args, work, records, suite, m, base, key, keep, log_dir):
     return res
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv):
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    common.sigterm_like_ctrl_c()
     try:
         if args.merge:
             docs = []

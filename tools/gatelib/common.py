@@ -123,6 +123,17 @@ def run_logged(cmd, log_path, label, timeout, cwd=None, env=None, heartbeat=30, 
     return proc.returncode
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def sigterm_like_ctrl_c():
+    """SIGTERM (a CI timeout, kill) takes the tool the same way out as
+    Ctrl-C: run_logged kills the step's process group, a mutant is taken
+    back out of the tree, no gate is left running after its caller."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 def kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGTERM)
