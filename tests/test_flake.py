@@ -76,11 +76,16 @@ class FlakeStopped(unittest.TestCase):
                       f"flake.GATE = {stub!r}; sys.exit(flake.main(['--runs', '2']))")
             proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
+            text = ""
             for _ in range(100):
-                if os.path.exists(pidfile) and open(pidfile).read().strip():
+                if os.path.exists(pidfile):
+                    with open(pidfile) as f:
+                        text = f.read().strip()
+                if text:
                     break
                 time.sleep(0.1)
-            gate_pid = int(open(pidfile).read())
+            self.assertTrue(text, "the stand-in gate never started")
+            gate_pid = int(text)
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=30)
             self.assertEqual(proc.returncode, 130, err)
