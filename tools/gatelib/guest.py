@@ -49,24 +49,28 @@ def run_bounded(cmd, log, label, timeout, watch, heartbeat=30):
     return None
 
 
-def qemu_command(kernel, tree, build, out, accel, smp, mem, extra):
+def qemu_command(kernel, tree, build, out, accel, smp, mem, extra, kunit_args=None):
+    """The guest's QEMU command; KUnit stays off at boot unless kunit_args
+    (the KUnit boot's own arguments) are given."""
     append = " ".join(BOOT_ARGS + [
         "root=hostroot", "rootfstype=9p",
         "rootflags=trans=virtio,version=9p2000.L,msize=512000", "ro", f"init={INIT}",
         # An Oops panics too: the guest ends at once instead of hanging on
         # a lock the dead task held.
-        "oops=panic", "kunit.enable=0", "printk.time=1",
-    ])
+        "oops=panic", "printk.time=1",
+    ] + (list(kunit_args) if kunit_args is not None else ["kunit.enable=0"]))
     cmd = ["qemu-system-x86_64", "-nodefaults", "-nographic", "-no-reboot",
            "-m", mem, "-smp", str(smp), "-serial", "stdio", "-kernel", kernel, "-append", append,
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
            "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
            "-virtfs", f"local,path={build},mount_tag=build,security_model=none,multidevs=remap"]
-    return cmd + machine_args(accel, "max", extra)
+    # A boot that runs KUnit keeps the KUnit boot's CPU (QEMU's default under
+    # TCG: 4-level paging, which the accounting cases count tables for).
+    return cmd + machine_args(accel, "max" if kunit_args is None else None, extra)
 
 
 def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra_qemu, mem,
-          files=None):
+          files=None, kunit_args=None):
     """One guest boot with guest.env (and files) in a fresh out share.
     Returns (out dir, console text, seconds, hung message or None)."""
     out = os.path.join(run_dir, "out")
@@ -80,7 +84,7 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
         with open(os.path.join(out, name), "w") as f:
             f.write(text)
     console_log = os.path.join(run_dir, "guest-console.log")
-    cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu)
+    cmd = qemu_command(kernel, tree, build, out, accel, smp, mem, extra_qemu, kunit_args)
     say(f"guest: booting ({accel}, -smp {smp}, bound {timeout} s) for {what}; console {console_log}")
     t0 = time.monotonic()
     # A guest that printed a fatal report and then went quiet, or whose
@@ -96,14 +100,15 @@ def _boot(tree, build, kernel, run_dir, env, what, *, accel, smp, timeout, extra
 
 
 def run_script(tree, build, kernel, run_dir, script, *, accel, smp, timeout, mem, thp="always",
-               extra_qemu=""):
-    """Boot and run a bash script (tools/bench). Returns (exit status or
-    None, its output, console text, seconds, hung message or None)."""
+               extra_qemu="", kunit_args=None):
+    """Boot and run a bash script (tools/bench; tools/flake --one-boot, with
+    kunit_args). Returns (exit status or None, its output, console text,
+    seconds, hung message or None)."""
     env = {"GATE_RUN": "run.sh", "GATE_THP": thp, "GATE_ITEMS": "", "GATE_TIMEOUT": str(timeout)}
     out, console_text, secs, hung = _boot(tree, build, kernel, run_dir, env, "a script",
                                           accel=accel, smp=smp, timeout=timeout,
                                           extra_qemu=extra_qemu, mem=mem,
-                                          files={"run.sh": script})
+                                          files={"run.sh": script}, kunit_args=kunit_args)
     status = read(os.path.join(out, "status"))
     return (int(status) if status and status.strip().isdigit() else None,
             read(os.path.join(out, "run.log")) or "", console_text, secs, hung)

@@ -19,13 +19,20 @@ NO_DEBUG_VM_PGTABLE = "initcall_blacklist=debug_vm_pgtable"
 DEBUG_VM_PGTABLE_BANNER = "Validating architecture page table helpers"
 
 
+def kunit_args(filter_glob=""):
+    """The kernel arguments that run KUnit at boot: on, without upstream's
+    boot-time checks, the suites filter_glob matches (every suite without)."""
+    args = ["kunit.enable=1", NO_DEBUG_VM_PGTABLE]
+    if filter_glob:
+        args.append(f"kunit.filter_glob={filter_glob}")
+    return args
+
+
 def qemu_command(kernel, *, accel, smp, extra, filter_glob):
     """kunit.py's x86_64 boot (1 GiB, serial console, QEMU's default CPU
     under TCG: 4-level paging, as the accounting cases expect), with the
     accelerator the gate was asked for."""
-    append = guest.BOOT_ARGS + ["kunit.enable=1", "kunit_shutdown=reboot", NO_DEBUG_VM_PGTABLE]
-    if filter_glob:
-        append.append(f"kunit.filter_glob={filter_glob}")
+    append = guest.BOOT_ARGS + kunit_args(filter_glob) + ["kunit_shutdown=reboot"]
     cmd = ["qemu-system-x86_64", "-nodefaults", "-m", "1024", "-kernel", kernel,
            "-append", " ".join(append), "-no-reboot", "-nographic", "-serial", "stdio",
            "-smp", str(smp)]
