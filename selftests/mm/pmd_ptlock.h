@@ -841,11 +841,8 @@ static inline void pt_kick_khugepaged(void)
 		if (!fgets(val, sizeof(val), f))
 			val[0] = '\0';
 		fclose(f);
-		f = val[0] ? fopen(knobs[i], "w") : NULL;
-		if (f) {
-			fputs(val, f);
-			fclose(f);
-		}
+		if (val[0])
+			pt_write_file(knobs[i], val);
 	}
 }
 
@@ -959,7 +956,7 @@ static inline int pt_fork_counted(int (*fn)(void *arg), void *arg,
 	return status;
 }
 
-/* Whether the case left no page table behind: one line why not. */
+/* Whether the case left no page table behind (pt_tables_report() says why not). */
 static inline bool pt_tables_back(const struct pt_tables *t)
 {
 	if (t->cgroup)
