@@ -187,6 +187,14 @@ static long pt_nr_pagetable(void)
  */
 #define PT_TRIES	3
 
+/* Say when other tasks' tables made a case measure its window again. */
+static void pt_note_tries(struct kunit *test, int try)
+{
+	if (try)
+		kunit_info(test, "NR_PAGETABLE moved by other tasks: %d windows measured\n",
+			   min(try + 1, PT_TRIES));
+}
+
 /* ---- Lock identity ---------------------------------------------------- */
 
 /*
@@ -811,6 +819,7 @@ static void pmd_ctor_gives_a_kernel_table_no_lock(struct kunit *test)
 		pagetable_dtor(ptdesc);
 		undone = pt_nr_pagetable() - nr;
 	} while ((built != 1 || undone) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* No lock is initialised or allocated for a kernel PMD table... */
 	KUNIT_EXPECT_EQ_MSG(test, seen, PT_PTL_POISON,
 			    "the ctor set up a lock for a kernel PMD table");
@@ -839,6 +848,7 @@ static void pmd_ctor_and_dtor_each_move_nr_pagetable_by_one(struct kunit *test)
 		pagetable_dtor(ptdesc);
 		undone = pt_nr_pagetable() - nr;
 	} while ((built != 1 || undone) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* One order-0 table page more... */
 	KUNIT_EXPECT_EQ(test, built, 1);
 	/* ...and exactly back after the dtor. */
@@ -884,6 +894,7 @@ static void pmd_alloc_accounts_one_table_per_gigabyte(struct kunit *test)
 		charged_again = mm_pgtables_bytes(mm) - bytes - charged;
 		counted_again = pt_nr_pagetable() - nr - counted;
 	} while ((counted != 1 || counted_again) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* A new PMD table charges the mm for one table... */
 	KUNIT_EXPECT_EQ(test, charged, PTRS_PER_PMD * sizeof(pmd_t));
 	/* ...and counts one page in NR_PAGETABLE. */
@@ -933,6 +944,7 @@ static void torn_down_tables_return_pgtables_bytes_and_nr_pagetable(struct kunit
 		rcu_barrier();
 		uncounted = pt_nr_pagetable() - nr;
 	} while ((counted != 1 + 3 + 12 || uncounted) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/*
 	 * One PUD table, three PMD tables and twelve PTE tables were built:
 	 * the mm is charged for each...
@@ -1153,6 +1165,7 @@ static void pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails(struct k
 		KUNIT_ASSERT_TRUE(test, pt_inject_fired());
 		KUNIT_ASSERT_NULL(test, pmd);
 	} while ((counted || balance) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* The table page never became a counted page table... */
 	KUNIT_EXPECT_EQ(test, counted, 0);
 	/* ...and went back to the page allocator. */
@@ -1201,6 +1214,7 @@ static void pmd_alloc_fails_without_touching_the_pud_or_the_accounting(struct ku
 		charged_after = mm_pgtables_bytes(mm) - bytes;
 		counted_after = pt_nr_pagetable() - nr;
 	} while ((counted || counted_after != 1) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* Failure reaches the caller as a NULL entry pointer (VM_FAULT_OOM)... */
 	KUNIT_EXPECT_NULL(test, failed);
 	/* ...with the PUD entry still empty and nothing accounted. */
@@ -1245,6 +1259,7 @@ static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct ku
 		err_after = pte_alloc(mm, pmd);
 		counted_after = pt_nr_pagetable() - nr;
 	} while ((counted || counted_after != 1) && ++try < PT_TRIES);
+	pt_note_tries(test, try);
 	/* What a fault turns into VM_FAULT_OOM... */
 	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
 	/* ...with the PMD entry still empty and nothing accounted. */
