@@ -15,6 +15,7 @@
 #include <kunit/test-bug.h>
 #include <linux/debug_locks.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fault-inject.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -181,17 +182,30 @@ static long pt_nr_pagetable(void)
  * starting meanwhile moved it by 2 in the middle of a case). A case that
  * compares it measures its window again, on fresh objects, up to PT_TRIES
  * times, and judges the first window whose every change was the expected
- * one, else the last. An accounting bug is off by its own tables in every
- * window; other tasks' tables would have to land in PT_TRIES windows in a
- * row, each a few microseconds long.
+ * one, else the last. Before another window it waits PT_PAUSE_MS, for what
+ * moved the count to be over: a task starting or ending builds or frees
+ * its tables over tens of milliseconds on a slow guest, which measured
+ * back to back covered two windows in a row. An accounting bug is off by
+ * its own tables in every window; other tasks' tables would have to land
+ * in PT_TRIES windows spread over a second.
  */
 #define PT_TRIES	3
+#define PT_PAUSE_MS	500
 
-/* Say when other tasks' tables made a case measure its window again. */
+/* Whether to measure the window again: it was off, and tries are left. */
+static bool pt_again(bool off, int *try)
+{
+	if (!off || ++*try >= PT_TRIES)
+		return false;
+	msleep(PT_PAUSE_MS);
+	return true;
+}
+
+/* Say when a case had to measure its window again. */
 static void pt_note_tries(struct kunit *test, int try)
 {
 	if (try)
-		kunit_info(test, "NR_PAGETABLE moved by other tasks: %d windows measured\n",
+		kunit_info(test, "other tasks moved the counts: %d windows measured\n",
 			   min(try + 1, PT_TRIES));
 }
 
@@ -818,7 +832,7 @@ static void pmd_ctor_gives_a_kernel_table_no_lock(struct kunit *test)
 		typed = folio_test_pgtable(ptdesc_folio(ptdesc));
 		pagetable_dtor(ptdesc);
 		undone = pt_nr_pagetable() - nr;
-	} while ((built != 1 || undone) && ++try < PT_TRIES);
+	} while (pt_again(built != 1 || undone, &try));
 	pt_note_tries(test, try);
 	/* No lock is initialised or allocated for a kernel PMD table... */
 	KUNIT_EXPECT_EQ_MSG(test, seen, PT_PTL_POISON,
@@ -847,7 +861,7 @@ static void pmd_ctor_and_dtor_each_move_nr_pagetable_by_one(struct kunit *test)
 		built = pt_nr_pagetable() - nr;
 		pagetable_dtor(ptdesc);
 		undone = pt_nr_pagetable() - nr;
-	} while ((built != 1 || undone) && ++try < PT_TRIES);
+	} while (pt_again(built != 1 || undone, &try));
 	pt_note_tries(test, try);
 	/* One order-0 table page more... */
 	KUNIT_EXPECT_EQ(test, built, 1);
@@ -893,7 +907,7 @@ static void pmd_alloc_accounts_one_table_per_gigabyte(struct kunit *test)
 		pt_pmd_alloc(test, mm, PT_SECOND + 17 * PMD_SIZE);
 		charged_again = mm_pgtables_bytes(mm) - bytes - charged;
 		counted_again = pt_nr_pagetable() - nr - counted;
-	} while ((counted != 1 || counted_again) && ++try < PT_TRIES);
+	} while (pt_again(counted != 1 || counted_again, &try));
 	pt_note_tries(test, try);
 	/* A new PMD table charges the mm for one table... */
 	KUNIT_EXPECT_EQ(test, charged, PTRS_PER_PMD * sizeof(pmd_t));
@@ -943,7 +957,7 @@ static void torn_down_tables_return_pgtables_bytes_and_nr_pagetable(struct kunit
 		 */
 		rcu_barrier();
 		uncounted = pt_nr_pagetable() - nr;
-	} while ((counted != 1 + 3 + 12 || uncounted) && ++try < PT_TRIES);
+	} while (pt_again(counted != 1 + 3 + 12 || uncounted, &try));
 	pt_note_tries(test, try);
 	/*
 	 * One PUD table, three PMD tables and twelve PTE tables were built:
@@ -1164,7 +1178,7 @@ static void pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails(struct k
 		/* The ctor asked for its lock, and the failure reached us. */
 		KUNIT_ASSERT_TRUE(test, pt_inject_fired());
 		KUNIT_ASSERT_NULL(test, pmd);
-	} while ((counted || balance) && ++try < PT_TRIES);
+	} while (pt_again(counted || balance, &try));
 	pt_note_tries(test, try);
 	/* The table page never became a counted page table... */
 	KUNIT_EXPECT_EQ(test, counted, 0);
@@ -1213,7 +1227,7 @@ static void pmd_alloc_fails_without_touching_the_pud_or_the_accounting(struct ku
 		built = !pud_none(*pud);
 		charged_after = mm_pgtables_bytes(mm) - bytes;
 		counted_after = pt_nr_pagetable() - nr;
-	} while ((counted || counted_after != 1) && ++try < PT_TRIES);
+	} while (pt_again(counted || counted_after != 1, &try));
 	pt_note_tries(test, try);
 	/* Failure reaches the caller as a NULL entry pointer (VM_FAULT_OOM)... */
 	KUNIT_EXPECT_NULL(test, failed);
@@ -1258,7 +1272,7 @@ static void pte_alloc_fails_without_touching_the_pmd_or_the_accounting(struct ku
 
 		err_after = pte_alloc(mm, pmd);
 		counted_after = pt_nr_pagetable() - nr;
-	} while ((counted || counted_after != 1) && ++try < PT_TRIES);
+	} while (pt_again(counted || counted_after != 1, &try));
 	pt_note_tries(test, try);
 	/* What a fault turns into VM_FAULT_OOM... */
 	KUNIT_EXPECT_EQ(test, err, -ENOMEM);

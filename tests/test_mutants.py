@@ -77,7 +77,8 @@ class TheCatalogue(unittest.TestCase):
     def test_every_kunit_case_in_a_measured_trees_series_has_killed_a_mutant_there(self):
         # Measured, not declared: each case the tree's series holds fails
         # for some mutant in the committed records of that tree's catalogue
-        # (every tree's catalogue is measured on the current series).
+        # (records of an earlier series count while they are measured
+        # again: a series change keeps every case's name).
         for name in TREES:
             cases, kills = set(), []
             for p in glob.glob(os.path.join(REPO, "patches", name, "*.patch")):
