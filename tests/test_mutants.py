@@ -19,7 +19,7 @@ from gatelib import common, mutants, tree
 CATALOGUE = sorted(glob.glob(os.path.join(REPO, "mutants", "*.diff")))
 BEHAVIOURS = {"lock identity", "deposit/withdraw", "ctor/dtor", "ctor failure", "THP fault path",
               "zap", "move_huge_pmd", "move_normal_pmd", "copy_huge_pmd", "split-off fallback",
-              "PMD split", "collapse", "huge PMD change"}
+              "PMD split", "collapse", "huge PMD change", "UFFDIO_MOVE"}
 
 
 KUNIT_CASE = re.compile(r"KUNIT_CASE(?:_PARAM)?\((\w+)")
@@ -55,7 +55,7 @@ class TheCatalogue(unittest.TestCase):
         only = [m for m in self.ms if m["reach"] == "kselftest" and not m["equivalent"]]
         self.assertGreaterEqual(len(only), 4)
         funcs = ("move_huge_pmd", "copy_huge_pmd", "zap", "THP fault path", "move_normal_pmd",
-                 "PMD split", "collapse", "huge PMD change")
+                 "PMD split", "collapse", "huge PMD change", "UFFDIO_MOVE")
         self.assertTrue(all(m["behaviour"] in funcs for m in only))
 
     def every_trees_killers(self):
