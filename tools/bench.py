@@ -606,7 +606,7 @@ def svg_plot(args, s):
 
 
 def main_guest(args):
-    from gatelib import console, guest, series, tree
+    from gatelib import console, guest, kbuild, series, tree
     from gatelib.cache import open_locked
     start = time.monotonic()
     try:
@@ -617,7 +617,7 @@ def main_guest(args):
         # The series plus the benchmark-only patch (kept apart from the series).
         tree.apply_series(src.path, version,
                           tree.series_files(series.patch_dir(args.tree)) + [PATCH])
-        jobs = args.jobs or os.cpu_count() or 2
+        jobs = kbuild.jobs(args.jobs)
         kernels = build_kernels(src, cache, jobs)
         os.makedirs(args.out, exist_ok=True)
         # Into the cache: the guest sees the host's / but has its own /tmp.

@@ -104,7 +104,7 @@ def run_one_boot(args):
     variant = f"{g.config}-kunit-rerun"
     kb = kbuild.build(src.path, kunitrepeat.fragments(g.config, src.family),
                       cache.kernel_build(src.cache_key, variant), cache.logs(src.cache_key, variant),
-                      cache, g.jobs or os.cpu_count() or 2)
+                      cache, kbuild.jobs(g.jobs))
     say(f"flake: {src.version} {g.config} with KUnit's debugfs files: one boot, "
         f"{args.runs} runs of every suite after the boot's own")
     status, output, cons, secs, hung = guest.run_script(

@@ -273,7 +273,7 @@ def main(argv):
             say(f"mutant: {os.path.basename(args.mutant)} applied ({', '.join(files)})")
 
         verdict = Verdict(version)
-        jobs = args.jobs or os.cpu_count() or 2
+        jobs = kbuild.jobs(args.jobs)
         selftests = selftests_builder(src, cache, jobs)
         for cfg in (CONFIGS if args.matrix else [args.config]):
             run_config(args, src, cfg, cache, jobs, verdict, selftests)

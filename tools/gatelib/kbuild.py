@@ -87,6 +87,11 @@ def configure(tree, build, fragments, log_dir, env):
     return read_config(config)
 
 
+def jobs(requested=None):
+    """Parallel make jobs: the --jobs asked for, else one per CPU."""
+    return requested or os.cpu_count() or 2
+
+
 def build_kernel(tree, build, log_dir, env, jobs, timeout=3600):
     log = os.path.join(log_dir, "kernel-build.log")
     say(f"kernel: building ({build}); log {log}")
