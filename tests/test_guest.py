@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from helpers import REPO, fixture
-from gatelib import kbuild, ktap
+from gatelib import guest, kbuild, ktap
 import gate
 
 
@@ -199,6 +199,19 @@ class ConfigFacts(unittest.TestCase):
 
     def test_a_build_without_bounds_h_says_unknown(self):
         self.assertEqual(self.facts("", None)["ALLOC_SPLIT_PTLOCKS"], "unknown")
+
+
+class TheGuestBound(unittest.TestCase):
+    def test_a_bound_given_wins_over_every_default(self):
+        self.assertEqual(guest.bound("upstream", "debug", 42), 42)
+
+    def test_our_programs_get_600_s_on_every_configuration(self):
+        self.assertEqual({guest.bound("ours", c) for c in gate.CONFIGS}, {600})
+
+    def test_upstreams_categories_get_900_s_and_1800_s_on_debug(self):
+        # Their unmodified guest took 880 s on debug (2026-12-07): 900 s left no margin.
+        self.assertEqual({c: guest.bound("upstream", c) for c in gate.CONFIGS},
+                         {"default": 900, "debug": 1800, "rt": 900, "split-off": 900})
 
 
 if __name__ == "__main__":

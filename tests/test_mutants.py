@@ -273,6 +273,31 @@ class BothSuites(unittest.TestCase):
         self.assertEqual(mutants.merge(parts)["upstream"]["killed"], 1)
 
 
+class TheGuestBoundAMutantRunsWith(unittest.TestCase):
+    def key(self, timeout, suite, cfg):
+        import mutate
+        args = mutate.parse_args(["--timeout", str(timeout)] if timeout else [])
+        return mutate.result_key(args, ("6.12.118", "tree", "series"), suite, cfg, None)
+
+    def test_is_900_s_unless_the_suite_needs_more(self):
+        import mutate
+        args = mutate.parse_args([])
+        self.assertEqual([mutate.guest_bound(args, s, c) for s, c in
+                          (("ours", "default"), ("ours", "debug"), ("upstream", "default"),
+                           ("upstream", "debug"))], [900, 900, 900, 1800])
+
+    def test_keys_results_as_an_explicit_timeout_of_that_many_seconds_would(self):
+        # Results stored with the old default (--timeout 900) stay reusable.
+        self.assertEqual(self.key(None, "ours", "debug"), self.key(900, "ours", "debug"))
+        self.assertEqual(self.key(None, "upstream", "debug"), self.key(1800, "upstream", "debug"))
+        self.assertNotEqual(self.key(None, "upstream", "debug"), self.key(900, "upstream", "debug"))
+
+    def test_is_the_timeout_given_when_one_is(self):
+        import mutate
+        args = mutate.parse_args(["--timeout", "120"])
+        self.assertEqual(mutate.guest_bound(args, "upstream", "debug"), 120)
+
+
 class TheReadmeTable(unittest.TestCase):
     """--markdown: the kill table as the README shows it."""
 

@@ -183,5 +183,19 @@ class SeriesOnThePristineTree(unittest.TestCase):
         self.assertEqual(memory_c, "")
 
 
+class AnUnpackedTree(unittest.TestCase):
+    def test_never_repacks_itself_in_the_background(self):
+        # Its pristine commit is some 90 000 loose objects in a real tree.
+        with tempfile.TemporaryDirectory() as d:
+            top = os.path.join(d, "linux-source-6.12")
+            os.makedirs(top)
+            with open(os.path.join(top, "Makefile"), "w") as f:
+                f.write("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 118\n")
+            tarball = os.path.join(d, "linux-source-6.12.tar.xz")
+            subprocess.run(["tar", "-cJf", tarball, "-C", d, "linux-source-6.12"], check=True)
+            src = tree.prepare(Cache(os.path.join(d, "cache")), tarball)
+            self.assertEqual(common.git(src.path, "config", "gc.auto").stdout.strip(), "0")
+
+
 if __name__ == "__main__":
     unittest.main()

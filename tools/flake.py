@@ -109,7 +109,7 @@ def run_one_boot(args):
         f"{args.runs} runs of every suite after the boot's own")
     status, output, cons, secs, hung = guest.run_script(
         src.path, kb.build, kb.bzimage, kb.log_dir, kunitrepeat.script(args.runs),
-        accel=g.accel, smp=g.smp, timeout=g.timeout, mem="1G",
+        accel=g.accel, smp=g.smp, timeout=guest.bound("ours", g.config, g.timeout), mem="1G",
         kunit_args=kunitrun.kunit_args(g.filter))
     say(f"flake: the guest took {secs} s; console {kb.log_dir}/guest-console.log")
     problems = [f"{r.suite}: {r.name}: {r.reason}"

@@ -10,6 +10,10 @@ it again as a guest whose root is the host's / over 9p (TCG by default) to
 run `make -C tools/testing/selftests TARGETS=mm run_tests` for the chosen
 run_vmtests.sh categories. Scans every console for kernel reports, prints a
 verdict table and exits 0 only when all passed.
+
+The kselftest guest's bound (--timeout) defaults per suite and
+configuration: 600 s for ours, 900 s for upstream's categories, 1800 s for
+upstream's on debug.
 """
 
 import argparse
@@ -82,13 +86,10 @@ def parse_args(argv):
     ap.add_argument("--mem", default="4G", metavar="SIZE",
                     help="kselftest guest memory (default %(default)s: upstream's mremap_test maps 2 GiB)")
     ap.add_argument("--qemu-args", default="", metavar="ARGS", help="extra QEMU arguments (one string)")
-    # --timeout's default: 600, with --suite upstream 900 (its thp, mremap and
-    # cow categories took 333 s to more than 480 s in a TCG guest here).
+    # --timeout's default is per suite and configuration (guest.bound()).
     common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install",
                               "--tree", "--source")
     args = ap.parse_args(argv)
-    if args.timeout is None:
-        args.timeout = 900 if args.suite == "upstream" else 600
     common.check_shared_options(ap, args)
     if args.smp < 1:
         ap.error("--smp must be at least 1")
@@ -140,9 +141,10 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
         return
     verdict.info[cfg].update(kb.facts)
     say(f"{cfg}: " + ", ".join(f"{k}={v}" for k, v in kb.facts.items()))
+    timeout = guest.bound(args.suite, cfg, args.timeout)
     if args.only != "kselftest":
         rows, cons, kfacts = kunitrun.run(
-            kb.bzimage, kb.log_dir, filter_glob=args.filter, timeout=min(args.timeout, 300),
+            kb.bzimage, kb.log_dir, filter_glob=args.filter, timeout=min(timeout, 300),
             accel=args.accel, smp=args.smp, extra_qemu=args.qemu_args)
         verdict.info[cfg].update(kfacts)
         verdict.add_rows(cfg, "kunit", expect.judge(rows, "kunit", verdict.info[cfg]))
@@ -155,7 +157,7 @@ def run_config(args, src, cfg, cache, jobs, verdict, selftests):
             verdict.add(cfg, "kselftest", "(gate)", "selftests build", "fail", str(e))
             return
         rows, text, boot_facts = guest.boot(src.path, st_build, kb.bzimage, kb.log_dir, args.kselftests,
-                                            accel=args.accel, smp=args.smp, timeout=args.timeout,
+                                            accel=args.accel, smp=args.smp, timeout=timeout,
                                             extra_qemu=args.qemu_args, thp=args.thp,
                                             mem=args.mem)
         verdict.info[cfg].update(boot_facts)

@@ -66,9 +66,8 @@ def parse_args(argv):
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="fold shard results into one table and score (runs nothing)")
     # --timeout, passed to the gate: a mutant that hangs a guest costs this
-    # much (upstream's categories took 333 s to more than 480 s in a TCG guest).
-    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", "--tree", "--source",
-                              timeout=900)
+    # much. Without it, guest_bound() per suite and configuration.
+    common.add_shared_options(ap, "--timeout", "--cache", "--no-install", "--tree", "--source")
     ap.add_argument("--records", metavar="DIR",
                     help="where results are stored (in DIR/<tree>/<suite>/) and --resume looks "
                          "for them (default: the cache's mutate/); a directory in the repo "
@@ -111,10 +110,17 @@ def load_mutants(args):
     return (mutants.shard(out, args.shard) if args.shard else out), absent
 
 
+def guest_bound(args, suite, config):
+    """The guest bound of a mutant's gate runs, which its results are keyed
+    on: --timeout, else the gate's own for the suite and configuration, and
+    at least 900 s (a mutant may slow a guest that passes in less)."""
+    return args.timeout or max(900, guest.bound(suite, config))
+
+
 def gate(args, suite, config, out_json, log, mutant=None, keep=False):
     """One gate run; returns its JSON (or None when it wrote none)."""
     cmd = [GATE, "--config", config, "--suite", suite, "--json", out_json,
-           "--timeout", str(args.timeout), "--tree", args.tree]
+           "--timeout", str(guest_bound(args, suite, config)), "--tree", args.tree]
     if args.cache:
         cmd += ["--cache", args.cache]
     if args.no_install:
@@ -144,7 +150,7 @@ def result_key(args, source, suite, cfg, mutant_path=None):
     the mutant itself."""
     files = common.config_fragments(cfg, tree.family_of(source[0])) + \
         ([mutant_path] if mutant_path else [])
-    return common.digest(files, *source, suite, cfg, str(args.timeout),
+    return common.digest(files, *source, suite, cfg, str(guest_bound(args, suite, cfg)),
                        "classifier " + mutants.CLASSIFIER_VERSION)
 
 

@@ -197,6 +197,10 @@ def prepare(cache: Cache, tarball: str) -> Source:
     os.rmdir(tmp)
     say(f"tree: linux {version}: making the pristine commit")
     git(tree, "init", "-q")
+    # The pristine commit is some 90 000 loose objects: git's automatic gc
+    # would repack the whole tree in the background at the next commit (the
+    # series), minutes of CPU beside the first build and guests.
+    git(tree, "config", "gc.auto", "0")
     # Debian's top-level .gitignore ends with "/*": force-add so the commit holds every file.
     git(tree, "add", "-f", "-A")
     date_env = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
