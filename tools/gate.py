@@ -31,7 +31,7 @@ from gatelib.verdict import Verdict  # noqa: E402
 
 CONFIG_DIR = os.path.join(common.REPO, "configs")
 # The matrix, in the order it runs: the shipped configuration first.
-CONFIGS = ["default", "debug", "rt", "split-off"]
+CONFIGS = common.CONFIGS
 UPSTREAM_CATEGORIES = "thp mremap cow"
 
 

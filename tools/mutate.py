@@ -36,7 +36,7 @@ from gatelib.common import GateError, StepTimeout, run_logged, say  # noqa: E402
 
 CATALOGUE = os.path.join(common.REPO, "mutants")
 GATE = os.path.join(common.REPO, "tools", "gate")
-CONFIGS = ["default", "debug", "rt", "split-off"]
+CONFIGS = common.CONFIGS
 SUITES = {"ours": ["ours"], "upstream": ["upstream"], "both": ["ours", "upstream"]}
 
 

@@ -30,6 +30,10 @@ class StepStopped(StepTimeout):
     watcher saw that it would make no more progress (e.g. quiet after a BUG)."""
 
 
+# The configurations, each configs/NAME.config over the guest's base.
+CONFIGS = ["default", "debug", "rt", "split-off"]
+
+
 def config_fragments(cfg, family):
     """The Kconfig fragments of configuration cfg's kernel for a tree of
     series family family ('6.12', '7'), merged in this order: the guest's
