@@ -10,10 +10,6 @@ it again as a guest whose root is the host's / over 9p (TCG by default) to
 run `make -C tools/testing/selftests TARGETS=mm run_tests` for the chosen
 run_vmtests.sh categories. Scans every console for kernel reports, prints a
 verdict table and exits 0 only when all passed.
-
-The kselftest guest's bound (--timeout) defaults per suite and
-configuration: 600 s for ours, 900 s for upstream's categories, 1800 s for
-upstream's on debug.
 """
 
 import argparse
@@ -30,13 +26,12 @@ from gatelib.common import GateError, say  # noqa: E402
 from gatelib.verdict import Verdict  # noqa: E402
 
 CONFIG_DIR = os.path.join(common.REPO, "configs")
-# The matrix, in the order it runs: the shipped configuration first.
 CONFIGS = common.CONFIGS
 UPSTREAM_CATEGORIES = "thp mremap cow"
 
 
 def parse_args(argv):
-    ap = common.OneLineParser(prog="tools/gate", description=__doc__,
+    ap = common.OneLineParser(prog="tools/gate", description=__doc__ + "\n" + guest.bounds_text(),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", choices=CONFIGS,
                     help="kernel configuration to test, configs/NAME.config (default: default)")
@@ -86,7 +81,6 @@ def parse_args(argv):
     ap.add_argument("--mem", default="4G", metavar="SIZE",
                     help="kselftest guest memory (default %(default)s: upstream's mremap_test maps 2 GiB)")
     ap.add_argument("--qemu-args", default="", metavar="ARGS", help="extra QEMU arguments (one string)")
-    # --timeout's default is per suite and configuration (guest.bound()).
     common.add_shared_options(ap, "--cache", "--timeout", "--accel", "--jobs", "--no-install",
                               "--tree", "--source")
     args = ap.parse_args(argv)

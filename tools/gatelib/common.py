@@ -30,7 +30,8 @@ class StepStopped(StepTimeout):
     watcher saw that it would make no more progress (e.g. quiet after a BUG)."""
 
 
-# The configurations, each configs/NAME.config over the guest's base.
+# The configurations, each configs/NAME.config over the guest's base, in
+# the order the matrix runs them: the shipped configuration first.
 CONFIGS = ["default", "debug", "rt", "split-off"]
 
 

@@ -53,6 +53,13 @@ def bound(suite, config, given=None):
     return GUEST_BOUNDS.get((suite, config), GUEST_BOUNDS[suite, None])
 
 
+def bounds_text():
+    """The bounds above, as --help says them."""
+    said = [f"{b} s for {suite}" + (f" on {cfg}" if cfg else "")
+            for (suite, cfg), b in GUEST_BOUNDS.items()]
+    return "The kselftest guest's bound (--timeout) defaults to " + ", ".join(said) + ".\n"
+
+
 def run_bounded(cmd, log, label, timeout, watch, heartbeat=30):
     """Run a boot with its console into log under its bound and watch;
     returns None, or why it was stopped (the guest row's reason)."""
