@@ -478,6 +478,17 @@ class AKeptMutant(unittest.TestCase):
         self.assertFalse(self.kept())
 
 
+class WhatAResultDependsOnOfTheSeries(unittest.TestCase):
+    def test_ours_is_the_whole_series_and_upstream_what_it_changes_outside_our_tests(self):
+        import mutate
+        from gatelib import series
+        files = tree.series_files(series.patch_dir("7.3"))
+        got = mutate.series_digests(mutate.parse_args(["--tree", "7.3"]), None)
+        self.assertEqual(got, {"ours": common.digest(files),
+                               "upstream": series.outside_our_tests_digest(files)})
+        self.assertNotEqual(got["ours"], got["upstream"])
+
+
 class AStoredResult(unittest.TestCase):
     """--resume reuses a result only while everything it depends on is unchanged."""
 

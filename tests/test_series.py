@@ -93,6 +93,53 @@ class SeriesIsGeneratedFromTheSources(unittest.TestCase):
         self.assertIn("pagetable_pmd_dtor", backported)
         self.assertEqual(series.kunit_text("7"), canonical)
 
+class TheSeriesOutsideOurTests(unittest.TestCase):
+    """Upstream's categories run with kunit.enable=0 and never start our
+    programs: their results depend on what the series changes elsewhere."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="outside-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.files = []
+        for p in patches("6.12")[1:]:
+            self.files.append(shutil.copy(p, self.dir))
+
+    def edit_section(self, path, line):
+        """Add a line to the named file's section of the series, as a change
+        to that file would (with the commit id and diffstat it moves)."""
+        for p in self.files:
+            with open(p) as f:
+                text = f.read()
+            head = f"diff --git a/{path} b/{path}\n"
+            if head in text:
+                at = text.index("\n+", text.index(head)) + 1
+                text = text[:at] + line + text[at:]
+                text = re.sub(r"^From [0-9a-f]{40}", "From " + "f" * 40, text, count=1)
+                with open(p, "w") as f:
+                    f.write(text.replace(" insertions(+)", " insertions(+), edited"))
+                return
+        self.fail(f"{path} is not in the series")
+
+    def digests(self):
+        return common.digest(self.files), series.outside_our_tests_digest(self.files)
+
+    def test_an_edit_of_our_tests_changes_only_the_whole_series_digest(self):
+        whole, outside = self.digests()
+        self.edit_section(f"{series.SELFTEST_DIR}/pmd_ptlock_fault.c", "+/* edited */\n")
+        self.edit_section(series.KUNIT_PATH, "+/* edited */\n")
+        self.assertNotEqual(self.digests()[0], whole)
+        self.assertEqual(self.digests()[1], outside)
+
+    def test_an_edit_of_anything_else_changes_both(self):
+        for path in (f"{series.SELFTEST_DIR}/run_vmtests.sh", f"{series.SELFTEST_DIR}/Makefile",
+                     "mm/Kconfig", f"{series.SELFTEST_DIR}/khugepaged.c"):
+            with self.subTest(path=path):
+                whole, outside = self.digests()
+                self.edit_section(path, "+# edited\n")
+                self.assertNotEqual(self.digests()[0], whole)
+                self.assertNotEqual(self.digests()[1], outside)
+
+
 class SeriesOnThePristineTree(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

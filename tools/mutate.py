@@ -16,7 +16,8 @@ names its configuration in its header. Mutants without a header run on
 --suite both judges each mutant's one build by both, ours first (the second
 run reuses the build, so a header mutant's near-full rebuild is paid once).
 Every result is kept in the cache with what it depends on (mutant, tree,
-series, configurations); --resume reuses the ones still valid, so the
+series, configurations; upstream's results on the series outside our own
+tests); --resume reuses the ones still valid, so the
 catalogue can be measured across several sittings.
 """
 
@@ -154,14 +155,19 @@ def result_key(args, source, suite, cfg, mutant_path=None):
                        "classifier " + mutants.CLASSIFIER_VERSION)
 
 
-def series_digest(args, src, cache):
-    """Which series the gate applies to src: the repo's patches/<tree>/, or
-    for a checkout the family's series as generated on it."""
+def series_digests(args, src):
+    """What each suite's results depend on of the series the gate applies to
+    src (the repo's patches/<tree>/, or for a checkout the family's series as
+    generated on it). Ours: all of it. Upstream's categories: what it changes
+    outside our own tests, as their guest boots with kunit.enable=0 and never
+    starts our programs; a change to our tests keeps their results."""
+    def of(files):
+        return {"ours": common.digest(files), "upstream": series.outside_our_tests_digest(files)}
     if not args.source:
-        return common.digest(tree.series_files(series.patch_dir(args.tree)))
+        return of(tree.series_files(series.patch_dir(args.tree)))
     with tempfile.TemporaryDirectory(prefix="mutate-series-") as tmp:
         series.generate(src.path, src.family, tmp)
-        return common.digest(tree.series_files(tmp))
+        return of(tree.series_files(tmp))
 
 
 def restore_tree(cache, src):
@@ -384,12 +390,13 @@ def main(argv):
                tree.prepare(cache, tree.find_tarball(install=not args.no_install,
                                                      tree_name=args.tree)))
         version = src.version
-        source = (version, src.pristine_id(), series_digest(args, src, cache))
+        digests = series_digests(args, src)
+        source = {s: (version, src.pristine_id(), digests[s]) for s in suites}
         for a in absent:
             say(f"mutate: {a['name']}: not applicable on linux {version}: {a['why']}")
         for m in todo:
             cfg = m["config"]
-            keys = {s: result_key(args, source, s, cfg, m["path"]) for s in suites}
+            keys = {s: result_key(args, source[s], s, cfg, m["path"]) for s in suites}
             reusable = {s: args.resume and _load_kept(record_path(records[s], m), keys[s]) is not None
                         for s in suites}
             for s in suites:
@@ -397,7 +404,7 @@ def main(argv):
                 # the tree from one suite's run to the next.
                 if (s, cfg) not in baselines:
                     baselines[s, cfg] = baseline(args, work[s], records[s], s, cfg,
-                                                 result_key(args, source, s, cfg),
+                                                 result_key(args, source[s], s, cfg),
                                                  cache.logs(src.cache_key, cfg))
             per_suite = {}
             for i, s in enumerate(suites):

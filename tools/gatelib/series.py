@@ -7,6 +7,7 @@ the freshness check compares.
 """
 
 import filecmp
+import hashlib
 import glob
 import os
 import re
@@ -287,3 +288,37 @@ def check(tree, family, have_dir):
         return sorted(drift)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def our_test_paths():
+    """Where the series puts our own tests' sources in the tree: files that
+    only our KUnit boot and our kselftest category run."""
+    return {KUNIT_PATH} | {f"{SELFTEST_DIR}/{name}" for name in selftest_sources()}
+
+
+def outside_our_tests(patch_text):
+    """The parts of a format-patch file that can change anything but our own
+    tests: its diff sections for other files (Kconfig, Makefiles,
+    run_vmtests.sh, fixes to the tree's own tests). The message, diffstat and
+    commit id are left out, as they move whenever our tests do."""
+    ours = our_test_paths()
+    kept, keep = [], False
+    for line in patch_text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            keep = line.split()[2][2:] not in ours
+        elif line == "-- \n":
+            keep = False
+        if keep:
+            kept.append(line)
+    return "".join(kept)
+
+
+def outside_our_tests_digest(files):
+    """A digest of what a series changes outside our own tests: the same for
+    two series that differ only in our KUnit suite's or our selftests'
+    sources (a boot with kunit.enable=0 running upstream's categories sees
+    no difference between them)."""
+    h = hashlib.sha256()
+    for p in files:
+        h.update(outside_our_tests(_read(p)).encode() + b"\0")
+    return h.hexdigest()
