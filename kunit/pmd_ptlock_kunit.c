@@ -256,7 +256,8 @@ static void pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock(struct kunit *test)
 
 /*
  * Catches: two PMD tables of one mm sharing a lock under split locks (no
- * scaling), or not sharing the mm lock without them (no mutual exclusion).
+ * scaling). Without split locks both must take the mm's one lock, which
+ * pmd_lockptr_is_the_tables_ptlock_or_the_mm_lock pins.
  */
 static void pmd_lockptr_of_tables_a_gigabyte_apart_differ_only_when_split(struct kunit *test)
 {
@@ -598,8 +599,11 @@ static void deposits_come_back_only_from_their_own_table(struct kunit *test)
 }
 
 /*
- * Catches: a queue keyed by entry rather than by table (zap_huge_pmd()
- * withdraws through the entry it zaps, which mremap may have changed).
+ * Every entry of a PMD table reaches the table's one queue: zap_huge_pmd()
+ * withdraws through the entry it zaps, which mremap may have changed. (On
+ * x86 the table is one page, so no one-line change keys the queue by
+ * entry.) Catches: a withdraw that leaves the queue's head in place, seen
+ * through another entry of the table.
  */
 static void deposit_and_withdraw_through_different_entries_share_a_queue(struct kunit *test)
 {
@@ -924,8 +928,9 @@ static void pmd_alloc_accounts_one_table_per_gigabyte(struct kunit *test)
 }
 
 /*
- * Catches: a dtor or free path that leaks the accounting of PMD tables (or
- * the PTE tables under them) when an mm's page tables are torn down.
+ * Catches: a free path that does not uncharge the mm for the PMD tables it
+ * frees (free_pmd_range()), and a ctor that does not count a table, so
+ * that building them does not move NR_PAGETABLE.
  */
 static void torn_down_tables_return_pgtables_bytes_and_nr_pagetable(struct kunit *test)
 {
@@ -1194,9 +1199,11 @@ static void pmd_alloc_one_returns_null_when_the_ptlock_allocation_fails(struct k
 }
 
 /*
- * Catches: __pmd_alloc() populating the PUD or accounting the mm after a
- * failed construction (a later walk would find a table that is not
- * there), and a failure that sticks (the next allocation must work).
+ * A failed construction reaches the fault as -ENOMEM with nothing changed:
+ * the PUD entry stays empty, nothing is charged or counted, and the next
+ * call builds the table. Catches: __pmd_alloc() charging the mm for a
+ * table it failed to build, and a ctor that counts the table before its
+ * lock allocation fails.
  */
 static void pmd_alloc_fails_without_touching_the_pud_or_the_accounting(struct kunit *test)
 {

@@ -43,7 +43,7 @@ static const char *const checks[] = {
 	[C_DATA] = "every chunk holds its own data",
 	[C_HUGE] = "every faulted chunk is a THP mapped by a huge PMD",
 	[C_ZAPPED] = "a zapped chunk has nothing left mapped",
-	[C_COUNTER] = "thp_fault_alloc counts every THP fault",
+	[C_COUNTER] = "thp_fault_alloc rises at least once per THP fault (a system-wide count)",
 	[C_VMPTE] = "VmPTE counts the page table each THP deposits",
 	NULL
 };

@@ -8,7 +8,12 @@
  * deposited page table from the old table's queue to the new one's
  * (pmd_move_must_withdraw()). Within one region it takes one lock and moves
  * no deposit. A PMD-aligned range of small pages goes through
- * move_normal_pmd(), which moves a whole PTE table between PMD tables.
+ * move_normal_pmd(), which moves a whole PTE table between PMD tables
+ * under both tables' locks. User space cannot see which path moved them:
+ * the checks prove what any correct move leaves (the same pages, mapped by
+ * PTEs, an empty old range), which move_page_tables()' PTE-by-PTE fallback
+ * leaves too. So that case catches a move_normal_pmd() that goes wrong,
+ * not one that is never taken.
  * Upstream's mremap_test moves shmem (no THP), so none of this is covered
  * there.
  *

@@ -38,8 +38,8 @@
  * them must then withdraw and free exactly one page table each (VmPTE); a
  * deposit left in the source table makes that zap withdraw from an empty
  * queue (a NULL dereference: the workload is killed, or the kernel dies),
- * and the one left behind stays counted in PageTables once the process is
- * gone.
+ * and the one left behind stays charged to the case's memory cgroup once
+ * the process is gone.
  *
  * Catches: a move that copies or splits instead of moving (PFN changes,
  * PAGEMAP_SCAN no longer reports one huge PMD per chunk, or a PTE table is
@@ -72,7 +72,7 @@ static const char *const checks[] = {
 	[C_SRC_EMPTY] = "source left with nothing mapped (PAGEMAP_SCAN)",
 	[C_QUIET] = "a move alone leaves VmPTE unchanged",
 	[C_ZAP] =
-		"zapping the moved chunks lowers VmPTE by one page table each (their deposits, withdrawn from the new table)",
+		"zapping the moved chunks lowers VmPTE by one page table each (each withdraws and frees a deposit)",
 	[C_TRAFFIC] =
 		"traffic in other VMAs of both tables (its faults and zaps can overlap a move) sees its data",
 	NULL
