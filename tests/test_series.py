@@ -93,6 +93,7 @@ class SeriesIsGeneratedFromTheSources(unittest.TestCase):
         self.assertIn("pagetable_pmd_dtor", backported)
         self.assertEqual(series.kunit_text("7"), canonical)
 
+
 class TheSeriesOutsideOurTests(unittest.TestCase):
     """Upstream's categories run with kunit.enable=0 and never start our
     programs: their results depend on what the series changes elsewhere."""

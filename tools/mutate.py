@@ -390,8 +390,8 @@ def main(argv):
                tree.prepare(cache, tree.find_tarball(install=not args.no_install,
                                                      tree_name=args.tree)))
         version = src.version
-        digests = series_digests(args, src)
-        source = {s: (version, src.pristine_id(), digests[s]) for s in suites}
+        pristine, digests = src.pristine_id(), series_digests(args, src)
+        source = {s: (version, pristine, digests[s]) for s in suites}
         for a in absent:
             say(f"mutate: {a['name']}: not applicable on linux {version}: {a['why']}")
         for m in todo:

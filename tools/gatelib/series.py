@@ -7,7 +7,6 @@ the freshness check compares.
 """
 
 import filecmp
-import hashlib
 import glob
 import os
 import re
@@ -17,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from .common import REPO, GateError, git
+from .common import REPO, GateError, digest, git
 from .tree import PRISTINE_TAG
 
 SERIES_DIR = os.path.join(REPO, "series")
@@ -318,7 +317,4 @@ def outside_our_tests_digest(files):
     two series that differ only in our KUnit suite's or our selftests'
     sources (a boot with kunit.enable=0 running upstream's categories sees
     no difference between them)."""
-    h = hashlib.sha256()
-    for p in files:
-        h.update(outside_our_tests(_read(p)).encode() + b"\0")
-    return h.hexdigest()
+    return digest([], *(outside_our_tests(_read(p)) for p in files))
